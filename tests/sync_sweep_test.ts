@@ -575,3 +575,37 @@ Deno.test("a service with a least page size (a 400 for a page of one, or of fewe
     }
   }
 });
+
+Deno.test("windows of 25 on a service with a least page size (refusing every size up to 10, 20 or 22): a window placed under it to reach further is placed at a size the service takes, and every run brings the list in, and a sweep of 1 a run ends its cycles, in both orders (every run failed with that 400, rows missing for good; a refused window spent a sweep of 1 each run)", async () => {
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    for (const refused of [10, 20, 22]) {
+      const all = things(2000);
+      let n = 300;
+      const list = () =>
+        sortDirection === "ASC" ? all.slice(0, n) : all.slice(0, n).reverse();
+      const service = listOf(list, {
+        status: ({ limit }) => limit <= refused ? 400 : undefined,
+      });
+      const sink = memorySink<Thing>();
+      const options = { id: "thingID", sink, limit: 25, maxLimit: 25 };
+      await syncList(service.client, "things", { ...options, sortDirection });
+      // A sweep of 1 a run, the list's last 10 gone: its refused window is not the budget's, so cycles end.
+      n -= 10;
+      let runs = 0;
+      const sweep = { ...options, sortDirection, sweep: 1 };
+      while ((await syncList(service.client, "things", sweep)).deleted === 0) {
+        ok(++runs <= 60, `${sortDirection} ${refused}: the cycle never ends`);
+      }
+      equal(sink.rows.size, n);
+      for (const added of [7, 13, 280, 1, 600, 5, 600]) {
+        n += added;
+        await syncList(service.client, "things", {
+          ...options,
+          sortDirection,
+          sweep: Infinity,
+        });
+        equal(sink.rows.size, n, `${sortDirection} ${refused}`);
+      }
+    }
+  }
+});

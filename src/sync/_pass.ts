@@ -14,7 +14,7 @@ import {
   type WindowPlan,
   type WindowState,
 } from "./_window.ts";
-import { followingWindow, nextWindow } from "./_window_plan.ts";
+import { followingWindow, nextWindow, windowCap } from "./_window_plan.ts";
 import { SyncError } from "./sync_error.ts";
 import { given } from "../core/_check.ts";
 
@@ -87,9 +87,7 @@ export async function runPass<T>(
       const judged = await judge(flight, state, run.config, start.edge, doubt);
       if (judged.kind === "stopped") return { state, ended: false };
       const nothing = judged.kind === "commit" && !judged.window.items.length;
-      // A window cut with nothing new is not the budget's, once a pass (a sweep of 1 spent each run on one, for good).
-      if (nothing && judged.next.refused < state.refused) free = 1;
-      if ("doubted" in judged) free++; // nor is a doubted one, each time
+      free = unspent(free, judged, state, nothing);
       state = judged.next;
       // Sought and not found (a window after the edge, or wholly before it), or doubted.
       const missed = judged.kind === "gap" || (nothing && !!state.seek);
@@ -107,12 +105,7 @@ export async function runPass<T>(
         fill(); // the service works while the sink writes
       }
       const cut = judged.endsBefore !== undefined && // no tick where none is asked
-        await goesOn(
-          { ...run, stop: undefined },
-          judged.endsBefore,
-          state,
-          flight.plan.limit,
-        );
+        await goesOn(run, judged.endsBefore, state, flight.plan.limit);
       const window = cut ? { ...judged.window, ended: false } : judged.window;
       if (await commit(window) === false) return { state, ended: false };
       if (window.ended) return { state, ended: true };
@@ -121,6 +114,20 @@ export async function runPass<T>(
   } finally {
     land(flights);
   }
+}
+
+/** The budget's reads a pass gets back once `judged` (`nothing`: committing no item) is judged after `state`. */
+function unspent(
+  free: number,
+  judged: { kind: string; next: WindowState },
+  state: WindowState,
+  nothing: boolean,
+): number {
+  // A window cut with nothing new is not the budget's, once a pass (a sweep of 1 spent each run on one, for good).
+  if (nothing && judged.next.refused < state.refused) free = 1;
+  // Nor a doubted one, nor a size refused under the cap (learnt again each pass: the same for good), each time.
+  const least = judged.kind === "refused" && judged.next.least !== state.least;
+  return "doubted" in judged || least ? free + 1 : free;
 }
 
 /**
@@ -135,7 +142,7 @@ export async function runPass<T>(
  * at one item less than the short page's `limit`, then at that `limit` (r142: every run ended at the 400).
  */
 async function goesOn<T>(
-  run: PassRun<T>,
+  { stop: _, ...run }: PassRun<T>,
   { at, last }: NonNullable<Verdict["endsBefore"]>,
   { domain }: WindowState,
   limit: number,
@@ -246,14 +253,22 @@ async function judge<T>(
   try {
     items = await flight.items;
   } catch (error) {
+    const { limit } = flight.plan, floor = Math.max(config.limit, MIN_WINDOW);
+    const refused = error instanceof ApiError && SIZE_REFUSED.has(error.status);
+    // Placed under the cap to reach further, at a size the service refuses (a least page size): none so small again
+    // this pass (every run failed with that 400 where windows of 25 met a least size of 23).
+    if (refused && limit <= floor && limit < windowCap(state)) {
+      if (limit > (state.least ?? 0)) {
+        return { kind: "refused" as const, next: { ...state, least: limit } };
+      }
+    }
     if (
       // Above `limit`, a 400 refuses the size, even one honoured before: the service may have lowered its largest.
-      // Not at MIN_WINDOW or under (the cap's floor; a window placed to reach further may be smaller): the service then
-      // refuses what sync needs, and says why in its answer.
-      error instanceof ApiError && error.status === 400 &&
-      flight.plan.limit > Math.max(config.limit, MIN_WINDOW)
+      // Not at MIN_WINDOW or under (the cap's floor): the service then refuses what sync needs, and says why in its
+      // answer.
+      refused && error.status === 400 && limit > floor
     ) {
-      const next = refusedWindow(state, flight.plan.limit);
+      const next = refusedWindow(state, limit);
       return { kind: "refused" as const, next };
     }
     if (flight.stop?.aborted) return { kind: "stopped" as const }; // at maxDuration

@@ -28,6 +28,8 @@ export interface WindowState extends Pick<SyncCheckpoint, "edge" | "offset"> {
   /** The smallest size the service answered with a 400, kept in the checkpoint: no later run of the cycle asks it. */
   readonly rejected?: number;
   readonly maxLimit: number;
+  /** The largest size under the cap refused this pass (a least page size): no window of the pass is placed at it or under. */
+  readonly least?: number;
   readonly descending?: boolean;
   /** The keys this pass commits (every key when absent), ascending: above `above`, up to `upTo` (inclusive); a key past the far end ends it. */
   readonly domain?: { above: SyncKey | null; upTo: SyncKey | null };

@@ -11,7 +11,7 @@ import {
 } from "./_window.ts";
 
 /** The largest size the next window may ask for. */
-function windowCap(state: WindowState): number {
+export function windowCap(state: WindowState): number {
   if (state.refused === Infinity) return state.maxLimit;
   // Never past maxLimit, even for a size honoured under a larger one before; never under MIN_WINDOW (past a length
   // every smaller size divides, no window of those overlaps the edge and reads on: one page was read again for ever).
@@ -25,33 +25,43 @@ export function nextWindow(state: WindowState): WindowPlan {
   const cap = windowCap(state);
   const probe = state.seek === undefined ? undefined : probeAt(state.seek, cap);
   if (probe !== undefined) return placed(cap, Math.floor(probe / cap));
-  return planWindow(state.edge === null ? 0 : state.offset, state.margin, cap);
+  const offset = state.edge === null ? 0 : state.offset;
+  return planWindow(offset, state.margin, cap, state.least);
 }
 
 /** The window after `plan` if the list does not move: the pipeline's guess. */
 export function followingWindow(plan: WindowPlan, state: WindowState) {
-  return planWindow(plan.start + plan.limit, state.margin, windowCap(state));
+  const { margin, least } = state;
+  return planWindow(plan.start + plan.limit, margin, windowCap(state), least);
 }
 
 /**
  * The window overlapping the item before `offset` by `margin + 1` items or more that reaches furthest (every size up to
  * `cap`, as one places only at its multiples); else by MIN_MARGIN + 1 (a list about `cap` long leaves no window that
  * keeps a margin of 32, and one overlapping by a single item misses after any delete); else without margin; else (a cap
- * under 25) the largest.
+ * under 25) the largest. No size at `least` or under (sizes the service refused) while one over it reads on.
  */
-export function planWindow(offset: number, margin: number, cap: number) {
+export function planWindow(
+  offset: number,
+  margin: number,
+  cap: number,
+  least = 0,
+): WindowPlan {
   if (offset <= 0) return { start: 0, limit: cap, page: 1 };
-  return reaching(offset, offset - 1 - margin, cap) ??
-    reaching(offset, offset - 1 - MIN_MARGIN, cap) ??
-    reaching(offset, offset - 1, cap) ??
-    placed(cap, Math.floor((offset - 1) / cap));
+  const reach = (target: number) => reaching(offset, target, cap, least);
+  return reach(offset - 1 - margin) ?? reach(offset - 1 - MIN_MARGIN) ??
+    reach(offset - 1) ??
+    // No size over `least` reads on (where they all divide the offset): one it refused, whose 400 ends the run.
+    (least > 0
+      ? planWindow(offset, margin, cap)
+      : placed(cap, Math.floor((offset - 1) / cap)));
 }
 
-/** The furthest-reaching window starting at or before `target` and past `offset`. */
-function reaching(offset: number, target: number, cap: number) {
+/** The furthest-reaching window starting at or before `target` and past `offset`, of a size over `least`. */
+function reaching(offset: number, target: number, cap: number, least: number) {
   const from = Math.max(0, target);
   let best: WindowPlan | undefined, bestEnd = offset;
-  for (let limit = cap; limit >= 1; limit--) {
+  for (let limit = cap; limit > least; limit--) {
     const index = Math.floor(from / limit);
     const end = (index + 1) * limit;
     // Ties go to the smaller page: the same items for fewer bytes.
