@@ -164,7 +164,7 @@ async function goesOn<T>(
 
 /**
  * The key of the item at `at`, if any, read on the page holding it at the first of `sizes` the service takes; a
- * refused size is dropped from `sizes` (the run's other reads skip it). The last size's refusal ends the run.
+ * refused size is dropped from `sizes` (the other reads of `goesOn` skip it). The last size's refusal ends the run.
  */
 async function keyOnPage<T>(run: PassRun<T>, at: number, sizes: number[]) {
   while (true) {
@@ -257,10 +257,9 @@ async function judge<T>(
     const refused = error instanceof ApiError && SIZE_REFUSED.has(error.status);
     // Placed under the cap to reach further, at a size the service refuses (a least page size): none so small again
     // this pass (every run failed with that 400 where windows of 25 met a least size of 23).
-    if (refused && limit <= floor && limit < windowCap(state)) {
-      if (limit > (state.least ?? 0)) {
-        return { kind: "refused" as const, next: { ...state, least: limit } };
-      }
+    const under = limit < windowCap(state) && limit > (state.least ?? 0);
+    if (refused && limit <= floor && under) {
+      return { kind: "refused" as const, next: { ...state, least: limit } };
     }
     if (
       // Above `limit`, a 400 refuses the size, even one honoured before: the service may have lowered its largest.
