@@ -139,17 +139,20 @@ function unspent(
  * Read past maxDuration too (`stop` not given; at most 5 reads): stopped, the page's judgement would begin again each
  * run, and a cycle whose runs fit no more than the page's reads would never end, its deletes never made (r97 F1).
  * Each read is of one item, or, where the service refuses a page of one (a least page size), of the page holding it
- * at one item less than the short page's `limit`, then at that `limit` (r142: every run ended at the 400).
+ * at one item less than the short page's `limit`, or one more where known honoured (r142: every run ended at the 400).
  */
 async function goesOn<T>(
   { stop: _, ...run }: PassRun<T>,
   { at, last }: NonNullable<Verdict["endsBefore"]>,
-  { domain }: WindowState,
+  { domain, accepted }: WindowState,
   limit: number,
 ): Promise<boolean> {
   const upTo = domain?.upTo ?? null;
   const sign = run.config.identity.sortDirection === "DESC" ? -1 : 1;
-  const sizes = [...new Set([1, limit - 1, limit])].filter((size) => size > 0);
+  // Never at `limit`: the short page's own address, which answers as it did (a cut or a cache of it alike); one more
+  // only where known honoured (past the service's largest, a page may be cut before the item).
+  const larger = limit < accepted ? [limit + 1] : [];
+  const sizes = [...new Set([1, limit - 1, ...larger])].filter((n) => n > 0);
   const keyAt = (at: number) => keyOnPage(run, at, sizes);
   for (let step = 1; step <= 8; step *= 2, at += step / 2) {
     const key = await keyAt(at);
