@@ -609,3 +609,29 @@ Deno.test("windows of 25 on a service with a least page size (refusing every siz
     }
   }
 });
+
+Deno.test("a service whose least page size is the user's limit (50; windows up to 100), newest first: a short page read again at its own count, under that size, is read again at the sizes known before, so no run fails and the cycle ends with its deletes (outside review r143 F2: 11 of 41 list lengths failed every run after the list's last 10 went)", async () => {
+  for (const length of [397, 591, 688, 1270, 2143]) {
+    let list = things(length).reverse();
+    const service = listOf(() => list, {
+      status: ({ limit }) => limit < 50 ? 400 : undefined,
+    });
+    const sink = memorySink<Thing>();
+    const options = {
+      id: "thingID",
+      sink,
+      limit: 50,
+      maxLimit: 100,
+      sortDirection: "DESC",
+      sweep: Infinity,
+    } as const;
+    await syncList(service.client, "things", options);
+    await syncList(service.client, "things", options);
+    list = list.slice(0, length - 10);
+    let deleted = 0;
+    for (let run = 0; run < 3; run++) {
+      deleted += (await syncList(service.client, "things", options)).deleted;
+    }
+    deepStrictEqual([deleted, sink.rows.size], [10, length - 10], `${length}`);
+  }
+});

@@ -4,6 +4,7 @@ import {
   checkAtMost,
   checkNumber,
   fieldsOf,
+  given,
   type NumberRule,
   oneOf,
   rangeError,
@@ -71,6 +72,20 @@ export function syncConfig<T>(path: string, options: SyncOptions<T>) {
 }
 
 export type SyncConfig<T> = ReturnType<typeof syncConfig<T>>;
+
+/** The list options every window shares. */
+export function listOptions<T>(
+  config: SyncConfig<T>,
+  signal: AbortSignal | undefined,
+) {
+  const { sortBy, query, sortDirection } = config.identity;
+  return {
+    sortDirection,
+    ...(sortBy === null ? {} : { sortBy }),
+    ...(Object.keys(query).length === 0 ? {} : { query: { ...query } }),
+    ...given({ priority: config.priority, items: config.items, signal }),
+  };
+}
 
 /**
  * The run's clock, read once here: every reading whole epoch ms (the checkpoint keeps those; a fractional one would

@@ -3,7 +3,7 @@
 
 import type { SyncSource } from "./sync_options.ts";
 import { ApiError } from "../core/errors.ts";
-import type { SyncConfig } from "./_config.ts";
+import { listOptions, type SyncConfig } from "./_config.ts";
 import {
   compareKeys,
   judgeWindow,
@@ -16,7 +16,6 @@ import {
 } from "./_window.ts";
 import { followingWindow, nextWindow, windowCap } from "./_window_plan.ts";
 import { SyncError } from "./sync_error.ts";
-import { given } from "../core/_check.ts";
 
 /** A window the pass committed: its items and their ids, the state after it, and its verdict's `ended`, `lost`, `reached`. */
 export interface Committed<T>
@@ -256,23 +255,8 @@ async function judge<T>(
   try {
     items = await flight.items;
   } catch (error) {
-    const { limit } = flight.plan, floor = Math.max(config.limit, MIN_WINDOW);
-    const refused = error instanceof ApiError && SIZE_REFUSED.has(error.status);
-    // Placed under the cap to reach further, at a size the service refuses (a least page size): none so small again
-    // this pass (every run failed with that 400 where windows of 25 met a least size of 23).
-    const under = limit < windowCap(state) && limit > (state.least ?? 0);
-    if (refused && limit <= floor && under) {
-      return { kind: "refused" as const, next: { ...state, least: limit } };
-    }
-    if (
-      // Above `limit`, a 400 refuses the size, even one honoured before: the service may have lowered its largest.
-      // Not at MIN_WINDOW or under (the cap's floor): the service then refuses what sync needs, and says why in its
-      // answer.
-      refused && error.status === 400 && limit > floor
-    ) {
-      const next = refusedWindow(state, limit);
-      return { kind: "refused" as const, next };
-    }
+    const next = sizeRefused(error, flight.plan.limit, state, config.limit);
+    if (next !== undefined) return { kind: "refused" as const, next };
     if (flight.stop?.aborted) return { kind: "stopped" as const }; // at maxDuration
     throw error;
   }
@@ -304,6 +288,34 @@ async function judge<T>(
   return { ...verdict, window, first: keys[0]?.id, full };
 }
 
+/**
+ * The state once the service refused a window of `limit` (`error`: a size it refuses), to read smaller or larger;
+ * undefined for any other failure, or a size the pass needs (the error ends the run, the service's answer saying why).
+ */
+function sizeRefused(
+  error: unknown,
+  limit: number,
+  state: WindowState,
+  userLimit: number,
+): WindowState | undefined {
+  if (!(error instanceof ApiError && SIZE_REFUSED.has(error.status))) {
+    return undefined;
+  }
+  const floor = Math.max(userLimit, MIN_WINDOW),
+    least = Math.max(limit, state.least ?? 0);
+  // A short page read again at its own size: under the service's least page, read again as one under MIN_WINDOW is.
+  if (state.capped) return { ...state, ...state.capped, capped: null, least };
+  // Placed under the cap to reach further (a least page size): none so small again this pass (windows of 25 on a
+  // service taking no size under 23: every run failed with that 400).
+  const placed = limit < windowCap(state) && limit > (state.least ?? 0);
+  if (limit <= floor && placed) return { ...state, least };
+  // Above `limit`, a 400 refuses the size, even one honoured before: the service may have lowered its largest. Not at
+  // MIN_WINDOW or under (the cap's floor): the service refuses what sync needs.
+  return error.status === 400 && limit > floor
+    ? refusedWindow(state, limit)
+    : undefined;
+}
+
 /** Requests the window `plan`; aborted by the run's signal, its `stop`, or its own controller. */
 function launch<T>({ client, config, stop }: PassRun<T>, plan: WindowPlan) {
   const controller = new AbortController();
@@ -325,20 +337,6 @@ function launch<T>({ client, config, stop }: PassRun<T>, plan: WindowPlan) {
 
 function land<T>(flights: Flight<T>[]): void {
   for (const flight of flights.splice(0)) flight.controller.abort();
-}
-
-/** The list options every window shares. */
-export function listOptions<T>(
-  config: SyncConfig<T>,
-  signal: AbortSignal | undefined,
-) {
-  const { sortBy, query, sortDirection } = config.identity;
-  return {
-    sortDirection,
-    ...(sortBy === null ? {} : { sortBy }),
-    ...(Object.keys(query).length === 0 ? {} : { query: { ...query } }),
-    ...given({ priority: config.priority, items: config.items, signal }),
-  };
 }
 
 /**

@@ -180,11 +180,14 @@ function nextMargin(state: WindowState, at: number, short: boolean) {
 }
 
 /**
- * A short page read again asks at most its own size (from MIN_WINDOW): a largest page the service lowered since shows
+ * A short page read again asks at most its own size (from MIN_WINDOW, over `least`): a largest page lowered since shows
  * as a full page then, not as the same cut agreeing with itself; the sizes known before come back after (learnLimit).
  */
 function atMost(state: WindowState, count: number | false) {
-  if (count === false || count < MIN_WINDOW) return {};
+  // Not at a size the service refused this pass: under its least page, which a lowered largest never is.
+  if (count === false || count < MIN_WINDOW || count <= (state.least ?? 0)) {
+    return {};
+  }
   const { accepted, refused, capped = { accepted, refused } } = state;
   return { accepted: count, refused: count + 1, ...(capped && { capped }) };
 }

@@ -14,13 +14,12 @@ import {
   type Committed,
   heldStrays,
   listHead,
-  listOptions,
   type PassRun,
   runPass,
   startSkipped,
 } from "./_pass.ts";
 import { Committer } from "./_committer.ts";
-import { type SyncConfig, syncConfig } from "./_config.ts";
+import { listOptions, type SyncConfig, syncConfig } from "./_config.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import type { SyncKey } from "./_window.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
