@@ -635,3 +635,31 @@ Deno.test("a service whose least page size is the user's limit (50; windows up t
     deepStrictEqual([deleted, sink.rows.size], [10, length - 10], `${length}`);
   }
 });
+
+Deno.test("a service taking pages of 45 to 50 items (limit and maxLimit 50), newest first, 34 items removed across the list: a short page at the least size is confirmed one item larger, a size the pass saw answered in full, so runs go on and the deletes are made (outside review r144 F1: every run failed at the one-item-less read, refused)", async () => {
+  const all = things(314);
+  const gone = new Set(
+    Array.from(
+      { length: 34 },
+      (_, i) => Math.floor((i * 7919) % 97 / 97 * 314),
+    ),
+  );
+  let list = [...all].reverse();
+  const service = listOf(() => list, {
+    status: ({ limit }) => limit < 45 ? 400 : undefined,
+  });
+  const sink = memorySink<Thing>();
+  const options = {
+    id: "thingID",
+    sink,
+    limit: 50,
+    maxLimit: 50,
+    sortDirection: "DESC",
+    sweep: Infinity,
+    maxDeletes: 1,
+  } as const;
+  await syncList(service.client, "things", options);
+  list = all.filter((_, i) => !gone.has(i)).reverse();
+  equal((await syncList(service.client, "things", options)).deleted, gone.size);
+  equal(sink.rows.size, list.length);
+});

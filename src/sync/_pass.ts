@@ -143,14 +143,14 @@ function unspent(
 async function goesOn<T>(
   { stop: _, ...run }: PassRun<T>,
   { at, last }: NonNullable<Verdict["endsBefore"]>,
-  { domain, accepted }: WindowState,
+  { domain, accepted, full = 0 }: WindowState,
   limit: number,
 ): Promise<boolean> {
   const upTo = domain?.upTo ?? null;
   const sign = run.config.identity.sortDirection === "DESC" ? -1 : 1;
   // Never at `limit`: the short page's own address, which answers as it did (a cut or a cache of it alike); one more
-  // only where known honoured (past the service's largest, a page may be cut before the item).
-  const larger = limit < accepted ? [limit + 1] : [];
+  // only where known honoured, in this pass or before (past the service's largest, a page may be cut before the item).
+  const larger = limit < Math.max(accepted, full) ? [limit + 1] : [];
   const sizes = [...new Set([1, limit - 1, ...larger])].filter((n) => n > 0);
   const keyAt = (at: number) => keyOnPage(run, at, sizes);
   for (let step = 1; step <= 8; step *= 2, at += step / 2) {
