@@ -663,3 +663,26 @@ Deno.test("a service taking pages of 45 to 50 items (limit and maxLimit 50), new
   equal((await syncList(service.client, "things", options)).deleted, gone.size);
   equal(sink.rows.size, list.length);
 });
+
+Deno.test("a service taking pages of 60 to 100 items only, limit 100 and maxLimit 1,000: the sizes sought after a 400 above limit never drop under limit, which the service honours, so every run completes, in both orders (outside review r144 F2: the search halved to 62 and every run failed, the copy empty; or runs after the first failed at 50)", async () => {
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    for (const least of [60, 75]) {
+      const list = things(2000);
+      const service = listOf(
+        () => sortDirection === "ASC" ? list : [...list].reverse(),
+        {
+          status: ({ limit }) => limit < least || limit > 100 ? 400 : undefined,
+        },
+      );
+      const sink = memorySink<Thing>();
+      const options = { id: "thingID", sink, limit: 100, sortDirection };
+      for (let run = 0; run < 4; run++) {
+        await syncList(service.client, "things", {
+          ...options,
+          sweep: Infinity,
+        });
+      }
+      equal(sink.rows.size, 2000, `${sortDirection} ${least}`);
+    }
+  }
+});

@@ -15,8 +15,10 @@ export function windowCap(state: WindowState): number {
   if (state.refused === Infinity) return state.maxLimit;
   // Never past maxLimit, even for a size honoured under a larger one before; never under MIN_WINDOW (past a length
   // every smaller size divides, no window of those overlaps the edge and reads on: one page was read again for ever).
-  const middle = Math.floor((state.accepted + state.refused) / 2);
-  const cap = Math.max(state.accepted, middle, MIN_WINDOW);
+  // Nor under the user's `limit` for a refusal above it: the service honours that size (the sizes between are sought).
+  const { accepted, refused, limit = 0 } = state;
+  const low = refused > limit ? Math.max(accepted, limit) : accepted;
+  const cap = Math.max(low, Math.floor((low + refused) / 2), MIN_WINDOW);
   return Math.min(state.maxLimit, cap);
 }
 
