@@ -686,3 +686,22 @@ Deno.test("a service taking pages of 60 to 100 items only, limit 100 and maxLimi
     }
   }
 });
+
+Deno.test("a service that lowers its largest page from 1,000 to 60 (a 400 above it) after runs that read at 1,000: the run halves the sizes between 60 and what it knew, at most 12 list requests, in both orders (outside review r144 F3: it walked 1,000, 999, 998 … down, 942 requests in one run)", async () => {
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    let largest = 1000, list = things(5000);
+    const service = listOf(
+      () => sortDirection === "ASC" ? list : [...list].reverse(),
+      { status: ({ limit }) => limit > largest ? 400 : undefined },
+    );
+    const sink = memorySink<Thing>();
+    const options = { id: "thingID", sink, limit: 50, sortDirection, sweep: 1 };
+    await syncList(service.client, "things", options);
+    list = things(5074);
+    await syncList(service.client, "things", options);
+    [largest, list] = [60, things(5111)];
+    const result = await syncList(service.client, "things", options);
+    ok(result.requests <= 12, `${sortDirection}: ${result.requests} requests`);
+    equal(sink.rows.size, 5111);
+  }
+});
