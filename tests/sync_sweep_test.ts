@@ -705,3 +705,44 @@ Deno.test("a service that lowers its largest page from 1,000 to 60 (a 400 above 
     equal(sink.rows.size, 5111);
   }
 });
+
+Deno.test("a short page's confirming read that the service cuts as it cut the page (a largest lowered under limit mid-run and placed by the cut size; or lowered from 60 to 40, placed by the asked size, under a least page of 40) is no word on the end: nothing that exists is removed (outside review r146: 472 of 572 rows removed, or 532 of 572)", async () => {
+  for (const placed of ["cut", "asked"] as const) {
+    const all = things(613);
+    let list = all.filter((_, i) => i < 217 || i > 227);
+    let largest = placed === "cut" ? Infinity : 60, lowerAt = Infinity;
+    const service: ReturnType<typeof listOf> = listOf(
+      () => list,
+      {
+        status: ({ limit }) =>
+          limit < (placed === "cut" ? 26 : 40) ? 400 : undefined,
+        maxLimit: () => {
+          if (service.requests >= lowerAt) largest = 40;
+          return placed === "cut" ? largest : Infinity;
+        },
+        answer: (page) => page.slice(0, largest),
+      },
+    );
+    const sink = memorySink<Thing>();
+    const options = {
+      id: "thingID",
+      sink,
+      limit: 100,
+      maxLimit: 100,
+      maxDeletes: 1,
+    };
+    await syncList(service.client, "things", { ...options, sweep: Infinity });
+    if (placed === "cut") lowerAt = service.requests + 3; // inside the next run
+    else largest = 40;
+    list = all.filter((_, i) => i % 20 !== 5);
+    const live = new Set(list.map((thing) => thing.thingID));
+    const sweep = placed === "cut" ? Infinity : 1;
+    for (let run = 0; run < 3; run++) {
+      const held = [...sink.rows.keys()].filter((id) => live.has(id));
+      await syncList(service.client, "things", { ...options, sweep })
+        .catch(() => {});
+      const removed = held.filter((id) => !sink.rows.has(id));
+      deepStrictEqual(removed, [], `${placed}: run ${run}`);
+    }
+  }
+});

@@ -9,6 +9,7 @@ import {
   judgeWindow,
   MIN_WINDOW,
   refusedWindow,
+  type ShortEnd,
   type SyncKey,
   type Verdict,
   type WindowPlan,
@@ -137,29 +138,28 @@ function unspent(
  * each read again goes twice as far (a list still shifting after four reads is taken at its word: out of what it needs).
  * Read past maxDuration too (`stop` not given; at most 5 reads): stopped, the page's judgement would begin again each
  * run, and a cycle whose runs fit no more than the page's reads would never end, its deletes never made (r97 F1).
- * Each read is of one item, or, where the service refuses a page of one (a least page size), of the page holding it
- * at one item less than the short page's `limit`, or one more where known honoured (r142: every run ended at the 400).
  */
 async function goesOn<T>(
   { stop: _, ...run }: PassRun<T>,
-  { at, last }: NonNullable<Verdict["endsBefore"]>,
+  { at, last, count }: ShortEnd,
   { domain, accepted, full = 0 }: WindowState,
   limit: number,
 ): Promise<boolean> {
   const upTo = domain?.upTo ?? null;
   const sign = run.config.identity.sortDirection === "DESC" ? -1 : 1;
-  // Never at `limit`: the short page's own address, which answers as it did (a cut or a cache of it alike); one more
-  // only where known honoured, in this pass or before (past the service's largest, a page may be cut before the item).
+  // A page of one; refused (a least page size, r142), never at `limit`: the short page's own address answers as it did
+  // (a cut or a cache alike); one more only where known honoured (past the service's largest, a page may be cut).
   const larger = limit < Math.max(accepted, full) ? [limit + 1] : [];
   const sizes = [...new Set([1, limit - 1, ...larger])].filter((n) => n > 0);
-  const keyAt = (at: number) => keyOnPage(run, at, sizes);
+  const keyAt = (at: number) => keyOnPage(run, { at, last, count }, sizes);
   for (let step = 1; step <= 8; step *= 2, at += step / 2) {
     const key = await keyAt(at);
+    if (key === null) return true; // no word on the end: a cut, nothing removed
     if (key === undefined) return false;
     if (sign * compareKeys(key, last) <= 0) continue;
     if (sign < 0 || upTo === null || compareKeys(key, upTo) <= 0) return true;
     const before = await keyAt(at - 1);
-    return before === undefined || compareKeys(before, last) !== 0;
+    return before == null || compareKeys(before, last) !== 0;
   }
   return false;
 }
@@ -167,13 +167,18 @@ async function goesOn<T>(
 /**
  * The key of the item at `at`, if any, read on the page holding it at the first of `sizes` the service takes; a
  * refused size is dropped from `sizes` (the other reads of `goesOn` skip it). The last size's refusal ends the run.
+ * `null`, no word: a page ending before the short page's last, or right past it holding `count` items, cut as that was.
  */
-async function keyOnPage<T>(run: PassRun<T>, at: number, sizes: number[]) {
+async function keyOnPage<T>(run: PassRun<T>, past: ShortEnd, sizes: number[]) {
+  const { at, count } = past;
   while (true) {
     const limit = sizes[0]!, page = Math.floor(at / limit) + 1;
     const start = (page - 1) * limit;
     try {
-      return (await keysOf(run, { start, limit, page }))[at - start];
+      const keys = await keysOf(run, { start, limit, page });
+      const [n, ends] = [keys.length, start + keys.length];
+      const cut = ends <= at && n > 0 && (ends < at || n === count);
+      return cut ? null : keys[at - start];
     } catch (error) {
       const refused = error instanceof ApiError &&
         SIZE_REFUSED.has(error.status);

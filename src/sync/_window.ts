@@ -49,6 +49,9 @@ export type Seek = NonNullable<SweepCursor["seek"]>;
 /** One window: `limit` items from `start`, i.e. page `start / limit + 1`. */
 export type WindowPlan = { start: number; limit: number; page: number };
 
+/** A short page's end: the item past it is read at `at`, after `last`; it held `count` items. */
+export type ShortEnd = { at: number; last: SyncKey; count: number };
+
 /** What a window proves, given the state before it. */
 export type WindowVerdict =
   | {
@@ -60,8 +63,11 @@ export type WindowVerdict =
     readonly ended: boolean;
     /** The pass stops with its cycle under way: short reads kept disagreeing about where the list ends. */
     readonly halted?: boolean;
-    /** A sweep ends at a short page, short of the end it knows: the end only if no item lies at `at` after `last`. */
-    readonly endsBefore?: { readonly at: number; readonly last: SyncKey };
+    /**
+     * A sweep ends at a short page (of `count` items), short of the end it knows: the end only if no item lies at `at`
+     * after `last`.
+     */
+    readonly endsBefore?: ShortEnd;
     /** Page 1 begins after `edge`: nothing at or before it exists now, so all the pass committed is gone from the list. */
     readonly lost?: boolean;
     /** It holds a key past the pass's (a descending head: an item the copy held before the run). */
@@ -265,7 +271,9 @@ function readAgain(
   const endsBefore = ended && window.short && !window.holds && end !== null &&
     state.domain?.upTo != null;
   // The item the page ended at, past `end` if it held items after the cycle's last: the read past it shows what follows.
-  const last = endsBefore ? { endsBefore: { at, last: read ?? end } } : {};
+  const last = endsBefore
+    ? { endsBefore: { at, last: read ?? end, count: window.count } }
+    : {};
   return { again, reads: again ? reads : 0, ended, ...last };
 }
 
