@@ -147,8 +147,8 @@ async function goesOn<T>(
 ): Promise<boolean> {
   const upTo = domain?.upTo ?? null;
   const sign = run.config.identity.sortDirection === "DESC" ? -1 : 1;
-  // A page of one; refused (a least page size, r142), never at `limit`: the short page's own address answers as it did
-  // (a cut or a cache alike); one more only where known honoured (past the service's largest, a page may be cut).
+  // Sizes: one item; where refused (a least page size), one less than `limit`, never `limit` (the short page's own
+  // address answers as it did, a cut or a cache alike); one more only where known honoured (past the largest, cut).
   const larger = limit < Math.max(accepted, full) ? [limit + 1] : [];
   const sizes = [...new Set([1, limit - 1, ...larger])].filter((n) => n > 0);
   const keyAt = (at: number) => keyOnPage(run, { at, last, count }, sizes);
