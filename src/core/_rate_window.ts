@@ -274,18 +274,10 @@ export class PriorityLines {
     let waiter: Waiter;
     const slot = new Promise<number>((resolve, reject) => {
       const stop = OWN_TIMERS ? this.#ownTimer() : undefined;
-      waiter = stop === undefined ? { resolve, reject, signal, pauses } : {
-        resolve(ticket) {
-          stop();
-          resolve(ticket);
-        },
-        reject(reason) {
-          stop();
-          reject(reason);
-        },
-        signal,
-        pauses,
-      };
+      // Settling stops the caller's own timer (workerd).
+      const end = <T>(settle: (value: T) => void) =>
+        stop === undefined ? settle : (value: T) => (stop(), settle(value));
+      waiter = { resolve: end(resolve), reject: end(reject), signal, pauses };
     });
     line.push(waiter!);
     callers.set(slot, waiter!);
@@ -322,9 +314,8 @@ export class PriorityLines {
    */
   #ownTimer(): () => void {
     let timer: ReturnType<typeof setTimeout>;
-    let stopped = false; // served or gone, maybe by its own wake: no timer after
     const arm = () => {
-      if (stopped) return;
+      if (!this.#ownTimers.has(arm)) return; // served or gone, maybe by its own wake
       clearTimeout(timer);
       const paused = this.timer !== undefined;
       const left = paused ? this.#pauseEnd - this.#now() : OWN_POLL;
@@ -336,10 +327,9 @@ export class PriorityLines {
         arm();
       }, Math.max(1, left));
     };
-    arm();
     this.#ownTimers.add(arm);
+    arm();
     return () => {
-      stopped = true;
       clearTimeout(timer);
       this.#ownTimers.delete(arm);
     };
