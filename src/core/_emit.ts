@@ -15,14 +15,9 @@ export function emit(listener: EventListener, event: PartnerApiEvent): void {
 /** Calls a user's listener, dropping what it throws or rejects with (an unhandled rejection ends a process). */
 export function callListener<T>(listener: (value: T) => unknown, value: T) {
   try {
-    const result = listener(value);
-    if (isThenable(result)) result.then(undefined, () => {});
+    const result = listener(value) as Partial<PromiseLike<unknown>> | null;
+    result?.then?.(undefined, () => {});
   } catch {
     // A listener's failure must never change what the module does.
   }
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return typeof value === "object" && value !== null &&
-    typeof (value as { then?: unknown }).then === "function";
 }

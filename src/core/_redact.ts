@@ -64,18 +64,17 @@ export const tokensNoted = new WeakMap<object, Set<Set<string>>>();
 
 function redactorOf(given: Secret): Redactor {
   if (typeof given === "string") return redactor([[REDACTED, given]]);
-  let made = redactors.get(given);
-  if (made === undefined) {
-    const values: [string, string, string?][] = [
-      ["[client_secret]", given.secret, given.clientId],
-    ];
-    const long = (value?: string): value is string =>
-      (value?.trim().length ?? 0) >= MIN_REDACTED_LENGTH;
-    if (long(given.clientId)) values.push(["[client_id]", given.clientId]);
-    if (long(given.audience)) values.push(["[audience]", given.audience]);
-    made = redactor(values);
-    redactors.set(given, made);
-  }
+  const known = redactors.get(given);
+  if (known !== undefined) return known;
+  const { secret, clientId, audience = "" } = given;
+  const values: [string, string, string?][] = [
+    ["[client_secret]", secret, clientId],
+  ];
+  const long = (value: string) => value.trim().length >= MIN_REDACTED_LENGTH;
+  if (long(clientId)) values.push(["[client_id]", clientId]);
+  if (long(audience)) values.push(["[audience]", audience]);
+  const made = redactor(values);
+  redactors.set(given, made);
   return made;
 }
 
@@ -117,14 +116,10 @@ function patternsOf(forms: readonly string[]): (RegExp | string)[] {
     group = [];
   };
   for (const form of forms) {
-    const escaped = escapeRegExp(form);
-    if (escaped.length > MAX_PATTERN) {
-      close();
-      patterns.push(form);
-      continue;
-    }
+    const escaped = form.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
     if (group.join("|").length + escaped.length >= MAX_PATTERN) close();
-    group.push(escaped);
+    if (escaped.length > MAX_PATTERN) patterns.push(form);
+    else group.push(escaped);
   }
   close();
   return patterns;
@@ -288,10 +283,6 @@ function runsOf(secret: string): Set<string> {
   return runs;
 }
 const madeRuns = new Map<string, Set<string>>();
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-}
 
 /**
  * Keeps a client's credentials, and each access token it sends until `stop`, out of text (a service may echo them in
