@@ -84,15 +84,13 @@ export function openTelemetry(
         });
       case "api.request": {
         // An attempt: the HTTP client duration and the module's own, in s.
-        const { status } = event;
+        const { status } = event, code = "http.response.status_code";
         const http: TelemetryAttributes = {
           "http.request.method": event.method,
           "server.address": event.host,
           "server.port": integer.metric(event.port),
         };
-        if (status > 0) {
-          http["http.response.status_code"] = integer.metric(status);
-        }
+        if (status > 0) http[code] = integer.metric(status);
         const failure = status >= 400 ? String(status) : event.reason;
         if (failure !== undefined) http["error.type"] = failure;
         const seconds = event.durationMs / 1000;
@@ -101,7 +99,7 @@ export function openTelemetry(
         tried(() =>
           meter.requestDuration.record(seconds, {
             ...http,
-            "http.response.status_code": integer.metric(status),
+            [code]: integer.metric(status),
             "partner_api.base": event.base,
           })
         );
@@ -144,11 +142,8 @@ function tokenRequest(
   for (const { bucket, remaining } of event.quota ?? []) {
     // Server-chosen names would each be a new series in the user's metrics store.
     if (!DOCUMENTED_BUCKETS.has(bucket)) continue;
-    tried(() =>
-      meter.quotaRemaining.record(remaining, {
-        "partner_api.quota.bucket": bucket,
-      })
-    );
+    const ofBucket = { "partner_api.quota.bucket": bucket };
+    tried(() => meter.quotaRemaining.record(remaining, ofBucket));
   }
 }
 
