@@ -186,8 +186,7 @@ const IMF_FIXDATE =
  * can neither shorten nor lift a wait other signals set. A past date is 0; callers clamp absurd values.
  */
 export function retryAfterMs(headers: Headers, now: number) {
-  const value = headers.get("retry-after")?.trim();
-  if (value === undefined) return undefined;
+  const value = headers.get("retry-after")?.trim() ?? ""; // absent: no form
   if (/^[0-9]+$/.test(value)) return Number(value) * 1000;
   if (!IMF_FIXDATE.test(value)) return undefined;
   const date = Date.parse(value);

@@ -79,10 +79,8 @@ class Window {
   join(deadline: AttemptDeadline, now: number): void {
     this.#attempts.add(deadline);
     const set = globalThis.setTimeout;
-    if (this.#timer !== undefined) {
-      if (this.#setBy === set) return;
-      this.#disarm();
-    }
+    if (this.#timer !== undefined && this.#setBy === set) return;
+    this.#disarm();
     const delay = Math.min(MAX_TIMER_MS, this.#until + this.#ms - now);
     this.#timer = set(this.#expire, Math.max(0, delay));
     unrefTimer(this.#timer);

@@ -139,14 +139,12 @@ function addressForms(secret: string): string[] {
  * `%FF` beside them left every one encoded).
  */
 function percentDecoded(text: string): string {
-  return text.replace(/(?:%[0-9a-f]{2})+/gi, (run) => {
-    try {
-      return decodeURIComponent(run);
-    } catch {
-      return run.replace(
-        /%[0-7][0-9a-f]/gi,
-        (escape) => String.fromCharCode(parseInt(escape.slice(1), 16)),
-      );
-    }
-  });
+  const ascii = (escape: string) =>
+    String.fromCharCode(parseInt(escape.slice(1), 16));
+  return text.replace(
+    /(?:%[0-9a-f]{2})+/gi,
+    (run) =>
+      tried(() => decodeURIComponent(run)) ??
+        run.replace(/%[0-7][0-9a-f]/gi, ascii),
+  );
 }
