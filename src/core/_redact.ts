@@ -6,9 +6,9 @@ import { cut, tried } from "./_check.ts";
 /** What stands for a secret or token that is left out. */
 export const REDACTED = "[redacted]";
 /** The most text from a server that an error carries. */
-export const MAX_SERVER_TEXT = 1000;
+const MAX_SERVER_TEXT = 1000;
 /** C0 and C1 controls, DEL, line separators, and invisible characters that reorder or hide text. */
-export const CONTROLS =
+const CONTROLS =
   // deno-lint-ignore no-control-regex
   /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]/g;
 
