@@ -8,20 +8,19 @@ import { given, tried } from "./_check.ts";
 export function describeCause(error: unknown, secrets: readonly Secret[]) {
   const parts: string[] = [];
   for (let at = error, depth = 0; at !== undefined && depth < 4; depth++) {
-    const now = at;
     // A value's text may throw (a null prototype, a getter) or be anything (an array of 2^32 holes joins for a minute):
     // an object not an error says its kind only.
     const text = () =>
-      now instanceof Error
-        ? now.message
-        : Object(now) === now
-        ? Object.prototype.toString.call(now)
-        : now;
+      at instanceof Error
+        ? at.message
+        : Object(at) === at
+        ? Object.prototype.toString.call(at)
+        : at;
     const message = tried(() => String(text())) ?? "";
     if (message !== "" && !parts.some((part) => part.includes(message))) {
       parts.push(message);
     }
-    at = tried(() => now instanceof Error ? now.cause : undefined);
+    at = tried(() => at instanceof Error ? at.cause : undefined);
   }
   return serverText(parts.join(": ") || "unknown error", secrets);
 }
