@@ -17,12 +17,13 @@ import {
   updateBy,
 } from "./_lease.ts";
 
-/** A take lost: KV cannot say to whom at no cost (look again). */
-const LOST: LostLease = Object.freeze({});
 const LOCKED_RETRIES = 100;
 /** How long one KV operation may take, in ms, as a Redis command by default: a KV that stopped answering holds nobody. */
 const KV_WAIT = 2000;
+export const KV_LATE = "Deno KV did not answer in time";
 
+/** A take lost: KV cannot say to whom at no cost (look again). */
+const LOST: LostLease = Object.freeze({});
 /** The two entries one look read, checked again when taking the lease. */
 type Entries = readonly [Deno.AtomicCheck, Deno.AtomicCheck];
 
@@ -200,11 +201,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
 async function unlocked<T>(operation: () => Promise<T>, signal?: AbortSignal) {
   for (let attempt = 0;; attempt++) {
     try {
-      return await answerWithin(
-        operation,
-        KV_WAIT,
-        "Deno KV did not answer in time",
-      );
+      return await answerWithin(operation, KV_WAIT, KV_LATE);
     } catch (error) {
       const locked = error instanceof Error &&
         /database is locked/i.test(error.message);

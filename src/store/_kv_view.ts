@@ -97,8 +97,8 @@ export class ClockView {
   /** The window as this process's clock has it, at `now`. */
   see(state: WindowState, now: number, limit: RateLimit): WindowState {
     const mine = `${this.#own}:`;
-    // Its own, on its own clock: a stamp past the hold is not its, and is dropped (kept, 90 held a
-    // fleet for a minute). The others' are dated by sight, which no stamp can push further.
+    // Its own, on its own clock: a stamp past the hold is not its, and is dropped (kept, it would hold
+    // the fleet for a minute). The others' are dated by sight, which no stamp can push further.
     const sends = state.sends.flatMap((send): Send[] => {
       const [name, from, answered, span] = send;
       if (name.startsWith(mine)) return from > now + HOLD ? [] : [send];

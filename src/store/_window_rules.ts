@@ -138,8 +138,7 @@ export function takeTurn(
   // A background send leaves the reserve free, and waits while a live one waits anywhere (ms to each one's turn).
   const liveTurns = line.filter((p) => isLive(p) && p[0] !== holder)
     .map(([, lapses]) => lapses - GRACE - now);
-  const liveElsewhere = liveTurns.length > 0;
-  const free = !low ? room : liveElsewhere ? 0 : room - (ask.reserve ?? 0);
+  const free = !low ? room : liveTurns.length ? 0 : room - (ask.reserve ?? 0);
   const place = order.findIndex(([id]) => id === holder);
   const ahead = place < 0 ? order.length : place;
   // While others wait in line, one send per turn: turns are fair.
@@ -244,12 +243,11 @@ export function answerSends(
 export function refuseSends(
   state: WindowState,
   now: number,
-  { requests, interval }: RateLimit,
+  limit: RateLimit,
 ): WindowState {
-  const live = state.sends.filter(([, from]) => from > now - interval);
-  if (live.length >= requests) return state;
-  const block = Math.max(state.block, now + slotShare({ requests, interval }));
-  return { ...state, block };
+  const live = state.sends.filter(([, from]) => from > now - limit.interval);
+  if (live.length >= limit.requests) return state;
+  return { ...state, block: Math.max(state.block, now + slotShare(limit)) };
 }
 
 /** The longest block a refusal writes: one slot's share of the interval. */

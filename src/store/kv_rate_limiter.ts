@@ -22,7 +22,7 @@ import {
   type WindowState,
 } from "./_window_rules.ts";
 import { answerOf, ClockView, readState } from "./_kv_view.ts";
-import { kvPrefix, requireKv } from "./_kv_store.ts";
+import { KV_LATE, kvPrefix, requireKv } from "./_kv_store.ts";
 import { answerWithin } from "../core/_deadlines.ts";
 
 /**
@@ -121,7 +121,6 @@ const MOST_ANSWER_ATTEMPTS = 100;
  * members alone at half each: twice the limit). 30 s: the longest a member alone waits before it asks again.
  */
 const KV_WAIT = 30_000;
-const LATE = "Deno KV did not answer in time";
 
 /** A take that lost every write to others. */
 const LOST_TAKE = { granted: 0, wait: 5, holders: 0, reseed: false };
@@ -228,7 +227,7 @@ class KvWindow implements SharedWindow {
   async #tries(most: number, write: () => Promise<boolean>): Promise<boolean> {
     for (let attempt = 1; attempt <= most; attempt++) {
       try {
-        if (await answerWithin(write, KV_WAIT, LATE)) return true;
+        if (await answerWithin(write, KV_WAIT, KV_LATE)) return true;
       } catch (error) {
         // Anything but another process's write lock is a failing store.
         if (!/locked|busy/i.test(String(error))) throw error;

@@ -131,20 +131,15 @@ class RedisWindow implements SharedWindow {
     ]);
     // {granted, wait, holders, epoch, reseed}; anything else is a failing store, not a spin.
     const parts = Array.isArray(reply) ? reply : [];
-    const [granted, wait, holders, , reseed] = parts.map(Number);
+    const values = parts.map(Number);
+    const [granted = -1, wait = -1, holders = -1, , reseed = -1] = values;
     const epoch = text(parts[3]);
     const numbers = [granted, wait, holders, reseed];
     if (
       parts.length !== 5 || epoch === undefined ||
-      !numbers.every((n) => Number.isSafeInteger(n) && n! >= 0)
+      !numbers.every((n) => Number.isSafeInteger(n) && n >= 0)
     ) throw new TypeError("Redis answered the rate script with another type");
-    return {
-      granted: granted!,
-      wait: wait!,
-      holders: holders!,
-      epoch,
-      reseed: reseed === 1,
-    };
+    return { granted, wait, holders, epoch, reseed: reseed === 1 };
   }
 
   async reseed(reseed: Reseed): Promise<void> {
