@@ -50,23 +50,22 @@ export function numberError(
 export const MAX_TIMER_MS = 2_147_483_647;
 
 const RULES = {
-  "safe integer": (n: number) => Number.isSafeInteger(n),
-  "positive integer": (n: number) => Number.isSafeInteger(n) && n >= 1,
-  "non-negative integer": (n: number) => Number.isSafeInteger(n) && n >= 0,
-  "non-negative finite number": (n: number) => Number.isFinite(n) && n >= 0,
-  "positive time in ms, at most 2147483647": (n: number) =>
-    n > 0 && n <= MAX_TIMER_MS,
-  "positive time in ms, at most 2147483647, or Infinity": (n: number) =>
+  "safe integer": (n) => Number.isSafeInteger(n),
+  "positive integer": (n) => Number.isSafeInteger(n) && n >= 1,
+  "non-negative integer": (n) => Number.isSafeInteger(n) && n >= 0,
+  "non-negative finite number": (n) => Number.isFinite(n) && n >= 0,
+  "positive time in ms, at most 2147483647": (n) => n > 0 && n <= MAX_TIMER_MS,
+  "positive time in ms, at most 2147483647, or Infinity": (n) =>
     n === Infinity || (n > 0 && n <= MAX_TIMER_MS),
-  "non-negative time in ms, at most 2147483647": (n: number) =>
+  "non-negative time in ms, at most 2147483647": (n) =>
     n >= 0 && n <= MAX_TIMER_MS,
-  "positive whole time in ms, at most 2147483647": (n: number) =>
+  "positive whole time in ms, at most 2147483647": (n) =>
     Number.isInteger(n) && n > 0 && n <= MAX_TIMER_MS,
-  "non-negative whole time in ms, at most 2147483647": (n: number) =>
+  "non-negative whole time in ms, at most 2147483647": (n) =>
     Number.isInteger(n) && n >= 0 && n <= MAX_TIMER_MS,
-  "non-negative whole time in s, at most 2147483": (n: number) =>
+  "non-negative whole time in s, at most 2147483": (n) =>
     Number.isInteger(n) && n >= 0 && n <= MAX_TIMER_MS / 1000,
-};
+} satisfies Record<string, (n: number) => boolean>;
 
 /** A rule a numeric option must follow. */
 export type NumberRule = keyof typeof RULES;
