@@ -746,3 +746,52 @@ Deno.test("a short page's confirming read that the service cuts as it cut the pa
     }
   }
 });
+
+/**
+ * Runs `steps` against a service taking pages of `least` to 100 items (a 400 outside), limit 50 and maxLimit 1,000, on
+ * `length` items: "all" a run with `sweep: Infinity`, "head" one with `sweep: 0`, "append" 37 items at the list's end,
+ * "delete" every 97th. What each run answered (its deletes, or "failed"), and whether the copy ends equal to the list.
+ */
+async function sizedRuns(
+  least: number,
+  sortDirection: "ASC" | "DESC",
+  length: number,
+  steps: readonly ("all" | "head" | "append" | "delete")[],
+) {
+  const all = things(length + 37);
+  let list = all.slice(0, length);
+  const service = listOf(
+    () => sortDirection === "ASC" ? list : [...list].reverse(),
+    { status: ({ limit }) => limit < least || limit > 100 ? 400 : undefined },
+  );
+  const sink = memorySink<Thing>();
+  const options = { id: "thingID", sink, limit: 50, maxLimit: 1000 } as const;
+  const runs: (number | "failed")[] = [];
+  for (const step of steps) {
+    if (step === "append") list = all;
+    if (step === "delete") list = list.filter((_, i) => i % 97 !== 5);
+    if (step === "append" || step === "delete") continue;
+    const sweep = step === "all" ? Infinity : 0;
+    const run = { ...options, sortDirection, sweep, maxDeletes: 1 };
+    runs.push(
+      await syncList(service.client, "things", run).then(
+        (result) => result.deleted,
+        () => "failed" as const,
+      ),
+    );
+  }
+  const equalToList = sink.rows.size === list.length &&
+    list.every((item) => sink.rows.has(item.thingID));
+  return { runs, equalToList };
+}
+
+Deno.test("a page of `n` items in full after a shorter answer to a larger size is taken for a cut only where it reads past that answer: one that ends where the list ended (after deletes) keeps no refused size, so the next cycle is not stuck (a service taking 50 to 100 items: a size of 52 kept as refused, windows of 50 and 51, and every run failing at a 400 of 48)", async () => {
+  const steps = [
+    ...["all", "all", "append", "head", "all", "delete"],
+    ...["head", "all", "all"],
+  ] as const;
+  deepStrictEqual(await sizedRuns(50, "ASC", 4550, steps), {
+    runs: [0, 0, 0, 0, 0, 48, 0],
+    equalToList: true,
+  });
+});

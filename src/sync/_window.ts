@@ -63,10 +63,7 @@ export type WindowVerdict =
     readonly ended: boolean;
     /** The pass stops with its cycle under way: short reads kept disagreeing about where the list ends. */
     readonly halted?: boolean;
-    /**
-     * A sweep ends at a short page (of `count` items), short of the end it knows: the end only if no item lies at `at`
-     * after `last`.
-     */
+    /** A sweep's short page of `count` items before its known end: the end only if no item lies at `at`, after `last`. */
     readonly endsBefore?: ShortEnd;
     /** Page 1 begins after `edge`: nothing at or before it exists now, so all the pass committed is gone from the list. */
     readonly lost?: boolean;
@@ -118,7 +115,7 @@ export function judgeWindow(
   const order: Order = (a, b) => sign * compareKeys(a, b);
   checkOrder(keys, order, plan);
   const [count, first] = [keys.length, keys[0]];
-  const learnt = learnLimit(state, plan.limit, count);
+  const learnt = learnLimit(state, plan, count);
   const after = first === undefined || state.edge === null
     ? undefined
     : order(first, state.edge) > 0;
@@ -338,19 +335,22 @@ function provesEnd(state: WindowState, limit: number, count: number): boolean {
   return count < limit && (honoured || count < MIN_WINDOW);
 }
 
-function learnLimit(state: WindowState, limit: number, count: number) {
+function learnLimit(state: WindowState, plan: WindowPlan, count: number) {
+  const { limit } = plan;
   if (count >= limit) {
     // A read again at a short page's size came back full: a cut once, or a lowered largest (its next cut is read past).
     if (state.capped) {
       return { ...state, ...state.capped, full: limit, capped: null };
     }
-    // Full at the size a shorter answer to a larger one held: a cut, kept like a 400 for the cycle's runs.
-    const cut = state.refused === limit + 1 ? { rejected: state.refused } : {};
+    // Full at the size a shorter answer to a larger one held, reading past where the pass stood (else it may hold the
+    // answer's items, which the list's end cut): a cut, kept like a 400 for the cycle's runs.
+    const cut = state.refused === limit + 1 &&
+      plan.start + count > state.offset;
     return {
       ...state,
       accepted: Math.max(state.accepted, limit),
       full: Math.max(state.full ?? 0, limit),
-      ...cut,
+      ...(cut && { rejected: state.refused }),
     };
   }
   if (provesEnd(state, limit, count)) return state;
