@@ -183,7 +183,7 @@ function parseFlags(args: readonly string[]) {
 /** A flag's value that begins with "-" given after a space (node:util takes it for a flag), said in the CLI's flags. */
 function dashValue(flag: string, args: readonly string[]): UsageError {
   const value = args[args.indexOf(`--${flag}`) + 1] ?? "";
-  // A flag after it (`--limit=3`, `--`): its value forgotten, not one to advise on (r140 F3).
+  // A flag after it (`--limit=3`, `--`): its value forgotten, not one to advise on.
   if (/^--|^-$/.test(value)) {
     return new UsageError(`--${flag} needs a value: ${value} is a flag`);
   }

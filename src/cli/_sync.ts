@@ -127,7 +127,7 @@ function behindLine(request: SyncRequest, behind: number, sweepLeft: number) {
   const [them, lie] = behind === 1 ? ["it", "it lies"] : ["them", "they lie"];
   const sweep = request.sweep ?? 10;
   // Each run sweeps `--sweep` requests (a new cycle needs at least one); --max-duration alone, as long as it lasts. The
-  // runs left count this cycle's rest: an item inserted where the cycle has passed waits for the next (r103 F1).
+  // runs left count this cycle's rest: an item inserted where the cycle has passed waits for the next.
   const runs = Math.ceil(Math.max(sweepLeft, 1) / Math.max(sweep, 1));
   const pace = request.sweep === undefined && request.maxDuration !== undefined
     ? "as --max-duration lets it"

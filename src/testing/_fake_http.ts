@@ -49,13 +49,8 @@ function checkFault(fault: unknown, context: string, at: string) {
   >;
   oneOf(kind ?? "", KINDS, context, `${at}.kind`); // none: refused, not the first kind
   for (const [key, rule] of FAULT_BOUNDS) {
-    checkNumber(
-      times[key] as number | undefined,
-      0,
-      rule,
-      context,
-      `${at}.${key}`,
-    );
+    const time = times[key] as number | undefined;
+    checkNumber(time, 0, rule, context, `${at}.${key}`);
   }
   // What `new Response` takes with a body; a status fault needs one.
   const answerable = Number.isInteger(status) && Number(status) >= 200 &&

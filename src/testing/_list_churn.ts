@@ -14,12 +14,6 @@ import {
 } from "./_list_data.ts";
 import type { FakeChurn } from "./fake_options.ts";
 
-const PREFIXES: Record<string, string> = {
-  transactionID: "tx",
-  organizationID: "org",
-  cardholderID: "ch",
-};
-
 const CONTEXT = "Cannot start fake partner API";
 
 /** An item's id as callers name it: text, whatever the field holds. */
@@ -80,7 +74,8 @@ export function appendItems(
     (at, item) => Math.max(at, Date.parse(String(item.creationDate)) + 1000),
     now,
   );
-  const prefix = PREFIXES[resource.idField] ?? resource.name;
+  // Transactions are made whole below: a copied item is an organization or a cardholder.
+  const prefix = resource.name === "organizations" ? "org" : "ch";
   for (let i = 0; i < count; i++, newest += 1000) {
     const n = ++resource.serial;
     const creationDate = new Date(newest).toISOString();
