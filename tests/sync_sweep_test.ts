@@ -785,6 +785,16 @@ async function sizedRuns(
   return { runs, equalToList };
 }
 
+Deno.test("a short page's confirming read is never placed where the short page began (it would hold the same items, taken for a cut): newest first on a service taking 26 to 100 items, a sweep of the whole list makes its deletes (every run returned ok and the cycle never ended, 36 or 44 rows gone from the list kept for good)", async () => {
+  const steps = ["all", "all", "append", "head", "all", "delete", "all"];
+  for (const [length, deleted] of [[3450, 36], [4150, 44]] as const) {
+    deepStrictEqual(await sizedRuns(26, "DESC", length, steps as never), {
+      runs: [0, 0, 0, 0, deleted],
+      equalToList: true,
+    }, `${length}`);
+  }
+});
+
 Deno.test("a page of `n` items in full after a shorter answer to a larger size is taken for a cut only where it reads past that answer: one that ends where the list ended (after deletes) keeps no refused size, so the next cycle is not stuck (a service taking 50 to 100 items: a size of 52 kept as refused, windows of 50 and 51, and every run failing at a 400 of 48)", async () => {
   const steps = [
     ...["all", "all", "append", "head", "all", "delete"],

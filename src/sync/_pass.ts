@@ -136,8 +136,7 @@ function unspent(
  * gone) if the page's last still stands just before it; else deletes before the page moved the read past items of the
  * cycle, and the page is taken as cut. One at or before the page's last is the list shifted by inserts before it since:
  * each read again goes twice as far (a list still shifting after four reads is taken at its word: out of what it needs).
- * Read past maxDuration too (`stop` not given; at most 5 reads): stopped, the page's judgement would begin again each
- * run, and a cycle whose runs fit no more than the page's reads would never end, its deletes never made (r97 F1).
+ * Read past maxDuration (`stop` not given; at most 5 reads): stopped, it would begin again each run, the cycle never end.
  */
 async function goesOn<T>(
   { stop: _, ...run }: PassRun<T>,
@@ -165,15 +164,16 @@ async function goesOn<T>(
 }
 
 /**
- * The key of the item at `at`, if any, read on the page holding it at the first of `sizes` the service takes; a
- * refused size is dropped from `sizes` (the other reads of `goesOn` skip it). The last size's refusal ends the run.
- * `null`, no word: a page ending before the short page's last, or right past it holding `count` items, cut as that was.
+ * The key of the item at `at`, if any, on the page holding it at the first of `sizes` the service takes (one less where
+ * that page begins as the short page did, holding its items or cut again); a refused size leaves `sizes`, the last ends
+ * the run. `null`, no word: a page ending before the short page's last, or right past it with `count` items: a cut.
  */
 async function keyOnPage<T>(run: PassRun<T>, past: ShortEnd, sizes: number[]) {
   const { at, count } = past;
   while (true) {
-    const limit = sizes[0]!, page = Math.floor(at / limit) + 1;
-    const start = (page - 1) * limit;
+    const size = sizes[0]!, begins = Math.floor(at / size) * size;
+    const limit = begins === at - count ? Math.max(1, size - 1) : size;
+    const page = Math.floor(at / limit) + 1, start = (page - 1) * limit;
     try {
       const keys = await keysOf(run, { start, limit, page });
       const [n, ends] = [keys.length, start + keys.length];
@@ -370,9 +370,8 @@ export function heldStrays<T>(
 
 /**
  * The keys of the list's first page of `limit` (another address than a window's), read past maxDuration too (as
- * `goesOn`'s reads: stopped, every run would stop there). A size the service refuses (a 400, 403, 413 or 422: a least
- * page size, as r126 met each) tells nothing: undefined; another failure (a 429, a 404) ends the run (r130 F3: it let
- * the window commit).
+ * `goesOn`'s reads: stopped, every run would stop there). A size the service refuses (SIZE_REFUSED: a least page size)
+ * tells nothing: undefined; another failure (a 429, a 404) ends the run, not letting the window commit.
  */
 export async function listHead<T>(
   run: PassRun<T>,
