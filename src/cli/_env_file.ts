@@ -8,17 +8,15 @@ import { allowFlags, UsageError } from "./_flag_values.ts";
 /** The largest --env-file read: a dotenv file is a few lines. */
 export const MAX_ENV_FILE = 64 * 1024;
 
+const ENV_LINE = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/;
+
 export function parseEnvFile(text: string): Map<string, string> {
-  const variables = new Map<string, string>();
-  for (const line of text.split(/\r?\n/)) {
-    // A blank line or a `#` comment matches no KEY=VALUE.
-    const match = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/.exec(
-      line.trim(),
-    );
-    if (match === null) continue;
-    variables.set(match[1]!, unquote(match[2]!));
-  }
-  return variables;
+  // A blank line or a `#` comment matches no KEY=VALUE.
+  const lines = text.split(/\r?\n/).map((line) => ENV_LINE.exec(line.trim()));
+  return new Map(
+    lines.filter((match) => match !== null)
+      .map((match) => [match[1]!, unquote(match[2]!)] as const),
+  );
 }
 
 function unquote(value: string): string {

@@ -6,6 +6,7 @@ import {
   type QuotaBucket,
   quotaResetAfter,
 } from "../core/quota.ts";
+import { fieldsOf } from "../core/_check.ts";
 import { json, oauthError, randomText } from "./_fake_http.ts";
 import type { FakeCredentials } from "./fake_options.ts";
 
@@ -104,14 +105,13 @@ async function readTokenBody(
   } catch {
     return "the body is not JSON";
   }
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    return "the body must be a JSON object";
-  }
-  if (Object.keys(body).sort().join() !== TOKEN_FIELDS.join()) {
+  const fields = Array.isArray(body) ? undefined : fieldsOf(body);
+  if (fields === undefined) return "the body must be a JSON object";
+  if (Object.keys(fields).sort().join() !== TOKEN_FIELDS.join()) {
     return `the body must have exactly ${TOKEN_FIELDS.join(", ")}`;
   }
-  return (body as Record<string, unknown>).grant_type === "client_credentials"
-    ? body as Record<string, unknown>
+  return fields.grant_type === "client_credentials"
+    ? fields
     : "grant_type must be client_credentials";
 }
 
