@@ -52,6 +52,22 @@ Deno.test("planWindow overlaps the edge by the margin and reaches furthest past 
   }
 });
 
+Deno.test("planWindow: where every size over the refused ones up to the cap divides the offset, the smallest size over the cap whose page holds fewer than 25 items up to the offset is read, never one over `most`; nextWindow asks it once at a place", () => {
+  // Sizes 49 and under refused, cap 50, offset 5,000: 51 from 4,998 holds 2 items before it.
+  equal(planWindow(5000, 16, 50, 49, 100), {
+    start: 4998,
+    limit: 51,
+    page: 99,
+  });
+  // Nothing over the cap allowed: the refused size whose 400 ends the run, as before.
+  if (planWindow(5000, 16, 50, 49).limit > 49) throw new Error("asked over");
+  const stuck = { ...state(4999, 5000), accepted: 50, refused: 51, least: 49 };
+  equal(nextWindow(stuck).limit, 51);
+  if (nextWindow({ ...stuck, overTried: 5000 }).limit > 49) {
+    throw new Error("the window over the cap asked again at the same place");
+  }
+});
+
 Deno.test("judgeWindow: after a full window that shows d items deleted before the edge since the window before, the margin keeps 2d (at most RESUME_MARGIN, and a quarter of the largest size honoured), not half the last", () => {
   // The edge (item 500) stood at 501; a window from 490 finds it at 496.
   const margin = (accepted: number) => {

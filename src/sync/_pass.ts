@@ -88,7 +88,8 @@ export async function runPass<T>(
       if (judged.kind === "stopped") return { state, ended: false };
       const nothing = judged.kind === "commit" && !judged.window.items.length;
       free = unspent(free, judged, state, nothing);
-      state = judged.next;
+      const next = judged.next, over = flight.plan.limit > windowCap(state);
+      state = nothing && over ? { ...next, overTried: next.offset } : next;
       // Sought and not found (a window after the edge, or wholly before it), or doubted.
       const missed = judged.kind === "gap" || (nothing && !!state.seek);
       if (missed) state = unjoined(state, flight.plan, path);

@@ -30,6 +30,8 @@ export interface WindowState extends Pick<SyncCheckpoint, "edge" | "offset"> {
   readonly maxLimit: number;
   /** The largest size under the cap refused this pass (a least page size): no window of the pass is placed at it or under. */
   readonly least?: number;
+  /** Where a window over the cap (planWindow's last resort) brought nothing this pass: none is asked there again. */
+  readonly overTried?: number;
   readonly descending?: boolean;
   /** The keys this pass commits (every key when absent), ascending: above `above`, up to `upTo` (inclusive); a key past the far end ends it. */
   readonly domain?: { above: SyncKey | null; upTo: SyncKey | null };

@@ -28,34 +28,46 @@ export function nextWindow(state: WindowState): WindowPlan {
   const probe = state.seek === undefined ? undefined : probeAt(state.seek, cap);
   if (probe !== undefined) return placed(cap, Math.floor(probe / cap));
   const offset = state.edge === null ? 0 : state.offset;
-  return planWindow(offset, state.margin, cap, state.least);
+  const most = state.overTried === offset ? cap : unrefused(state);
+  return planWindow(offset, state.margin, cap, state.least, most);
 }
 
 /** The window after `plan` if the list does not move: the pipeline's guess. */
 export function followingWindow(plan: WindowPlan, state: WindowState) {
-  const { margin, least } = state;
-  return planWindow(plan.start + plan.limit, margin, windowCap(state), least);
+  const { margin, least } = state,
+    cap = windowCap(state),
+    most = unrefused(state);
+  return planWindow(plan.start + plan.limit, margin, cap, least, most);
+}
+
+/** The largest size no 400 refused (this run, or its cycle's runs before), up to maxLimit. */
+function unrefused(state: WindowState): number {
+  return Math.min(state.maxLimit, (state.rejected ?? Infinity) - 1);
 }
 
 /**
  * The window overlapping the item before `offset` by `margin + 1` items or more that reaches furthest (every size up to
  * `cap`, as one places only at its multiples); else by MIN_MARGIN + 1 (a list about `cap` long leaves no window that
  * keeps a margin of 32, and one overlapping by a single item misses after any delete); else without margin; else (a cap
- * under 25) the largest. No size at `least` or under (sizes the service refused) while one over it reads on.
+ * under 25) the largest. No size at `least` or under (sizes the service refused) while one over it reads on; where
+ * none up to `cap` does (each divides `offset`), one over `cap` up to `most` (`over`): a size the service may cut,
+ * where one it refused would end the run.
  */
 export function planWindow(
   offset: number,
   margin: number,
   cap: number,
   least = 0,
+  most = cap,
 ): WindowPlan {
   if (offset <= 0) return { start: 0, limit: cap, page: 1 };
   const reach = (target: number) => reaching(offset, target, cap, least);
   return reach(offset - 1 - margin) ?? reach(offset - 1 - MIN_MARGIN) ??
     reach(offset - 1) ??
-    // No size over `least` reads on (where they all divide the offset): one it refused, whose 400 ends the run.
+    // No size over `least` reads on (where they all divide the offset): one over the cap, else one it refused, whose
+    // 400 ends the run.
     (least > 0
-      ? planWindow(offset, margin, cap)
+      ? over(offset, cap, most) ?? planWindow(offset, margin, cap)
       : placed(cap, Math.floor((offset - 1) / cap)));
 }
 
@@ -73,6 +85,18 @@ function reaching(offset: number, target: number, cap: number, least: number) {
     }
   }
   return best;
+}
+
+/**
+ * The smallest size over `cap`, up to `most`, whose page holding the item before `offset` holds fewer than MIN_WINDOW
+ * items up to it: read on past it, or (the list ends there) proving the end by its count, whatever the size.
+ */
+function over(offset: number, cap: number, most: number) {
+  for (let limit = cap + 1; limit <= most; limit++) {
+    const index = Math.floor((offset - 1) / limit);
+    if (offset - index * limit < MIN_WINDOW) return placed(limit, index);
+  }
+  return undefined;
 }
 
 function placed(limit: number, index: number): WindowPlan {
