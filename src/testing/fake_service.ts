@@ -223,39 +223,36 @@ function handleMain(state: ServiceState, request: Request): Promise<Response> {
     const answer = () => state.endpoint.answer(request);
     return faultyAnswer(state.tokenFaults.shift(), answer, state);
   }
-  const list = /^\/api\/([a-z]+)$/.exec(pathname)?.[1];
-  return list === undefined
-    ? Promise.resolve(json(404, { error: "not_found" }))
-    : answerApi(state, request, () => answerList(state, request, list));
+  const list = (name: string) => answerList(state, request, name);
+  return answerApi(state, request, /^\/api\/([a-z]+)$/, list);
 }
 
 /** The card-data origin: a cardholder's card data. */
 function handlePci(state: ServiceState, request: Request): Promise<Response> {
-  // Routes by regular expression, not URLPattern: Node 20 has none.
-  const { pathname } = new URL(request.url);
-  const card = /^\/api\/cards\/([A-Za-z0-9_]+)$/.exec(pathname)?.[1];
-  return card === undefined
-    ? Promise.resolve(json(404, { error: "not_found" }))
-    : answerApi(state, request, () => {
-      const holder = state.lists.get("cardholders")?.items.find((item) =>
-        item.cardholderID === card
-      );
-      if (holder === undefined) return json(404, { error: "not_found" });
-      return json(200, {
-        cardholderID: card,
-        pan: `4000${card.replace(/\D/g, "").padStart(12, "0")}`,
-        expiry: "12/29",
-        name: holder.name,
-      });
+  return answerApi(state, request, /^\/api\/cards\/(\w+)$/, (card) => {
+    const holder = state.lists.get("cardholders")?.items.find((item) =>
+      item.cardholderID === card
+    );
+    if (holder === undefined) return json(404, { error: "not_found" });
+    return json(200, {
+      cardholderID: card,
+      pan: `4000${card.replace(/\D/g, "").padStart(12, "0")}`,
+      expiry: "12/29",
+      name: holder.name,
     });
+  });
 }
 
-/** An API request: latency, the rate limit, a fault, the token, the route. */
+/** An API request to a path `pattern` matches (else an uncounted 404): latency, the rate limit, a fault, the token, `route`. */
 async function answerApi(
   state: ServiceState,
   request: Request,
-  route: () => Response,
+  pattern: RegExp,
+  route: (name: string) => Response,
 ): Promise<Response> {
+  // Routes by regular expression, not URLPattern: Node 20 has none.
+  const name = pattern.exec(new URL(request.url).pathname)?.[1];
+  if (name === undefined) return json(404, { error: "not_found" });
   state.counts.apiRequests++;
   await pause(state.latency, state.closing.signal);
   const refused = state.rateLimited();
@@ -271,7 +268,7 @@ async function answerApi(
     if (request.method !== "GET") {
       return json(405, { error: "method_not_allowed" });
     }
-    return route();
+    return route(name);
   };
   return await faultyAnswer(state.apiFaults.shift(), answer, state);
 }
