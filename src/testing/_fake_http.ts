@@ -43,10 +43,7 @@ export function checkedFaults(faults: readonly FakeFault[], context: string) {
 
 function checkFault(fault: unknown, context: string, at: string) {
   requireOptions(fault, context, at);
-  const { kind, status, body, headers, ...times } = fault as Record<
-    string,
-    unknown
-  >;
+  const { kind, status, body, headers, ...times } = fieldsOf(fault)!;
   oneOf(kind ?? "", KINDS, context, `${at}.kind`); // none: refused, not the first kind
   for (const [key, rule] of FAULT_BOUNDS) {
     const time = times[key] as number | undefined;
