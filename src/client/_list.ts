@@ -148,9 +148,7 @@ function pageAddresses(url: URL, extra: Record<string, string>) {
     // The sort is the same on every page: the list's address with its filters, less the page's, is made once.
     if (head === undefined) {
       const list = new URL(url);
-      for (const [name, value] of Object.entries(extra)) {
-        list.searchParams.set(name, value);
-      }
+      Object.entries(extra).forEach(([n, v]) => list.searchParams.set(n, v));
       for (const name of [...page.keys()]) list.searchParams.delete(name);
       const { origin, pathname, search } = list;
       head = `${origin}${pathname}${search === "" ? "?" : `${search}&`}`;

@@ -88,10 +88,9 @@ function isRiskyPath(pathname: string): boolean {
   const raw = (run: string) =>
     Uint8Array.from(run.slice(1).split("%"), (hex) => parseInt(hex, 16));
   const decoded = pathname.replace(ESCAPES, (run) => LENIENT.decode(raw(run)));
-  for (const [char] of decoded.matchAll(LOOKALIKE)) {
-    if (/[./\\]/.test(char.normalize("NFKC"))) return true;
-  }
-  return false;
+  return [...decoded.matchAll(LOOKALIKE)].some(([char]) =>
+    /[./\\]/.test(char.normalize("NFKC"))
+  );
 }
 
 /** Where a redirect may be followed with the token: GET and HEAD, under the same base; else `undefined`. */

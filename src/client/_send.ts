@@ -118,7 +118,7 @@ class ApiRequest<T>
   before(): Promise<IssuedToken> {
     const { signal, context } = this;
     if (signal === undefined) return context.tokenProvider.getToken(NO_OPTIONS);
-    // A provider of the user's may not hear the signal: the caller's abort ends the wait anyway (r137 F4).
+    // A provider of the user's may not hear the signal: the caller's abort ends the wait anyway.
     const token = context.tokenProvider.getToken({ signal });
     return raceAbort(Promise.resolve(token), signal);
   }
@@ -135,10 +135,10 @@ class ApiRequest<T>
 
   /** The token the attempts send, noted for the client's redaction. */
   hold(token: IssuedToken): void {
-    // A provider of the user's may answer anything: one without a token was sent as "Bearer undefined" (r137 F3).
+    // A provider of the user's may answer anything: none would be sent as "Bearer undefined".
     const accessToken: unknown = (token as Partial<IssuedToken> | null)
       ?.accessToken;
-    // Visible ASCII: what a header carries (a line break or a non-Latin-1 letter failed as the init's fault: r140 F4).
+    // Visible ASCII, what a header carries: else the send fails, blamed on the init.
     if (
       typeof accessToken !== "string" || !/^[\x21-\x7e]+$/.test(accessToken)
     ) {
@@ -363,8 +363,8 @@ async function waitFor(
     const delayMs = context.now() - started;
     emit(listener, { type: "rate.wait", delayMs, priority });
   }
-  // The token taken before the wait may expire in it (a 401 each: outside review r129 F1): the provider's again (its
-  // cache, or refreshed). A failure, thrown or rejected, answers the slot (r131 F2: a custom provider's leaked it).
+  // The token taken before the wait may expire in it: the provider's again (its cache, or refreshed). A failure, thrown
+  // or rejected, answers the slot, which would else be held for good.
   try {
     request.hold(await request.before());
   } catch (error) {

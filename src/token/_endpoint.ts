@@ -109,13 +109,8 @@ function endpointOf(
 function headerName(value: unknown, context: string): string {
   const name = requireText(value, context, "quotaHeader");
   if (tried(() => new Headers().has(name)) !== undefined) return name;
-  const rule = "must be an HTTP header name";
-  throw typeError(
-    context,
-    "quotaHeader",
-    rule,
-    JSON.stringify(name.slice(0, 40)),
-  );
+  const [rule, received] = ["must be an HTTP header name", name.slice(0, 40)];
+  throw typeError(context, "quotaHeader", rule, JSON.stringify(received));
 }
 
 /** The token URL, checked; a secret pasted into it stays out of the error. */
