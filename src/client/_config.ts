@@ -35,54 +35,52 @@ const RENAMED: Record<string, string> = {
 /** The client's checked options: its own environment and what sending needs. */
 export function clientConfig(options: ClientOptions) {
   const secret = fieldsOf(options)?.clientSecret;
-  return secretOutOfChecks(secret, () => checkedConfig(options));
-}
-
-function checkedConfig(options: ClientOptions) {
-  requireOptions(options, CONTEXT);
-  for (const [old, now] of Object.entries(RENAMED)) {
-    if (old in options) throw typeError(CONTEXT, old, `is now '${now}'`);
-  }
-  const environment = ownEnvironment(options.environment);
-  const now = requireClock(options.now, CONTEXT) ?? Date.now;
-  const random = requireFunction(options.random, CONTEXT, "random") ??
-    Math.random;
-  const rateLimiter = rateLimiterOf(options.rateLimit, now);
-  const timeout = timeoutWithin(options.timeout, rateLimiter?.hold);
-  // The client's own options first: a provider made below may start work (a store's key).
-  const own = {
-    fetch: requireFunction(options.fetch, CONTEXT, "fetch") ??
-      ((input: RequestInfo | URL, init?: RequestInit) => fetch(input, init)),
-    retry: { backoff: backoffFrom(options.retry, CONTEXT), random },
-    /** Paces every attempt; `undefined` when pacing is off. */
-    rateLimiter,
-    /** The priority of calls that give none. */
-    priority: checkPriority(options.priority, "auto", CONTEXT),
-    /** Hears every attempt, retry, renewal and wait; `undefined`: nobody. */
-    onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
-    /** What each base is called where it was configured (`settingNames`), for messages. */
-    baseNames: settingNamesOf(options.settingNames, BASES, CONTEXT),
-  };
-  const tokenProvider = tokenProviderOf(options, environment);
-  return {
-    environment,
-    context: {
-      ...own,
-      tokenProvider,
-      deadlines: new SharedDeadlines(timeout, now),
-      /**
-       * The provider's 401 ledger, shared by its clients (for a user's provider without one, the client's own): whether
-       * a 401 to this token may cost a fresh one (then invalidated).
-       */
-      renewAfterUnauthorized:
-        typeof tokenProvider.reportUnauthorized === "function"
-          ? (token: string) => tokenProvider.reportUnauthorized!(token)
-          : renewalLedger(now, (token) => tokenProvider.invalidate(token)),
-      now,
-      /** The credentials of its `createTokenProvider` provider: kept out of errors, as each token is. */
-      secrets: providerSecrets.get(tokenProvider) ?? [],
-    },
-  };
+  return secretOutOfChecks(secret, () => {
+    requireOptions(options, CONTEXT);
+    for (const [old, now] of Object.entries(RENAMED)) {
+      if (old in options) throw typeError(CONTEXT, old, `is now '${now}'`);
+    }
+    const environment = ownEnvironment(options.environment);
+    const now = requireClock(options.now, CONTEXT) ?? Date.now;
+    const random = requireFunction(options.random, CONTEXT, "random") ??
+      Math.random;
+    const rateLimiter = rateLimiterOf(options.rateLimit, now);
+    const timeout = timeoutWithin(options.timeout, rateLimiter?.hold);
+    // The client's own options first: a provider made below may start work (a store's key).
+    const own = {
+      fetch: requireFunction(options.fetch, CONTEXT, "fetch") ??
+        ((input: RequestInfo | URL, init?: RequestInit) => fetch(input, init)),
+      retry: { backoff: backoffFrom(options.retry, CONTEXT), random },
+      /** Paces every attempt; `undefined` when pacing is off. */
+      rateLimiter,
+      /** The priority of calls that give none. */
+      priority: checkPriority(options.priority, "auto", CONTEXT),
+      /** Hears every attempt, retry, renewal and wait; `undefined`: nobody. */
+      onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
+      /** What each base is called where it was configured (`settingNames`), for messages. */
+      baseNames: settingNamesOf(options.settingNames, BASES, CONTEXT),
+    };
+    const tokenProvider = tokenProviderOf(options, environment);
+    return {
+      environment,
+      context: {
+        ...own,
+        tokenProvider,
+        deadlines: new SharedDeadlines(timeout, now),
+        /**
+         * The provider's 401 ledger, shared by its clients (for a user's provider without one, the client's own): whether
+         * a 401 to this token may cost a fresh one (then invalidated).
+         */
+        renewAfterUnauthorized:
+          typeof tokenProvider.reportUnauthorized === "function"
+            ? (token: string) => tokenProvider.reportUnauthorized!(token)
+            : renewalLedger(now, (token) => tokenProvider.invalidate(token)),
+        now,
+        /** The credentials of its `createTokenProvider` provider: kept out of errors, as each token is. */
+        secrets: providerSecrets.get(tokenProvider) ?? [],
+      },
+    };
+  });
 }
 
 /** A copy made by `defineEnvironment`'s own rules: nobody can move it later. */

@@ -35,30 +35,20 @@ function walkUnder<T>(
 ) {
   // A secret pasted into an option, or the path, is echoed as any value is (cut, too): the client knows it, and hides
   // it as createClient's checks do (its id and audience may be a base's words: they stay).
-  return secretOutOfChecks(
-    clientSecret(context),
-    () => checkedWalk(context, base, path, options),
-  );
-}
-
-function checkedWalk<T>(
-  context: SendContext,
-  base: URL,
-  path: string,
-  options: ListOptions<T>,
-) {
-  requireOptions(options, CONTEXT); // "x" was a walk with the defaults
-  const { items: pick, query, ...pageOptions } = options;
-  const url = resolveUnder(base, path, CONTEXT);
-  checkListPath(url, base);
-  const addressOf = pageAddresses(url, checkQuery(query));
-  requireFunction(pick, CONTEXT, "items");
-  const config = pageConfig(pageOptions);
-  const walk = walkPages<T, FetchedPage<T>>(
-    (request) => listPage(context, base, addressOf(request), request, pick),
-    config,
-  );
-  return { walk, config, pathname: url.pathname };
+  return secretOutOfChecks(clientSecret(context), () => {
+    requireOptions(options, CONTEXT); // a string is refused, not walked with the defaults
+    const { items: pick, query, ...pageOptions } = options;
+    const url = resolveUnder(base, path, CONTEXT);
+    checkListPath(url, base);
+    const addressOf = pageAddresses(url, checkQuery(query));
+    requireFunction(pick, CONTEXT, "items");
+    const config = pageConfig(pageOptions);
+    const walk = walkPages<T, FetchedPage<T>>(
+      (request) => listPage(context, base, addressOf(request), request, pick),
+      config,
+    );
+    return { walk, config, pathname: url.pathname };
+  });
 }
 
 /**

@@ -134,34 +134,32 @@ const CONTEXT = "Cannot create token provider";
 /** Checks every option at once, throwing as `createTokenProvider` documents, never echoing the secret. */
 export function providerConfig(options: TokenProviderOptions) {
   const secret = fieldsOf(options)?.clientSecret;
-  return secretOutOfChecks(secret, () => checkedConfig(options));
-}
-
-function checkedConfig(options: TokenProviderOptions) {
-  const endpoint = tokenEndpoint(withTarget(options), CONTEXT);
-  const browserPage = "document" in globalThis && !("Deno" in globalThis) &&
-    !("process" in globalThis);
-  if (browserPage && options.dangerouslyAllowBrowser !== true) {
-    throw typeError(
-      CONTEXT,
-      "dangerouslyAllowBrowser",
-      "must be true to run in what looks like a browser page, where anyone can read the client secret (request tokens from a backend)",
-    );
-  }
-  const { refreshMargin } = options;
-  const time = "non-negative time in ms, at most 2147483647";
-  return {
-    endpoint,
-    store: storeOf(options.store),
-    backoff: backoffFrom(options.retry, CONTEXT),
-    refreshMargin: refreshMargin === undefined
-      ? undefined
-      : checkNumber(refreshMargin, 0, time, CONTEXT, "refreshMargin"),
-    random: requireFunction(options.random, CONTEXT, "random") ?? Math.random,
-    onQuota: requireFunction(options.onQuota, CONTEXT, "onQuota"),
-    onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
-    waitUntil: requireFunction(options.waitUntil, CONTEXT, "waitUntil"),
-  };
+  return secretOutOfChecks(secret, () => {
+    const endpoint = tokenEndpoint(withTarget(options), CONTEXT);
+    const browserPage = "document" in globalThis && !("Deno" in globalThis) &&
+      !("process" in globalThis);
+    if (browserPage && options.dangerouslyAllowBrowser !== true) {
+      throw typeError(
+        CONTEXT,
+        "dangerouslyAllowBrowser",
+        "must be true to run in what looks like a browser page, where anyone can read the client secret (request tokens from a backend)",
+      );
+    }
+    const { refreshMargin } = options;
+    const time = "non-negative time in ms, at most 2147483647";
+    return {
+      endpoint,
+      store: storeOf(options.store),
+      backoff: backoffFrom(options.retry, CONTEXT),
+      refreshMargin: refreshMargin === undefined
+        ? undefined
+        : checkNumber(refreshMargin, 0, time, CONTEXT, "refreshMargin"),
+      random: requireFunction(options.random, CONTEXT, "random") ?? Math.random,
+      onQuota: requireFunction(options.onQuota, CONTEXT, "onQuota"),
+      onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
+      waitUntil: requireFunction(options.waitUntil, CONTEXT, "waitUntil"),
+    };
+  });
 }
 
 /** A `store` with `get` and `set`; not a Deno KV database itself (its `get` takes other keys: nothing would be stored). */
