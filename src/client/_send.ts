@@ -209,15 +209,10 @@ class ApiRequest<T>
         const base = this.context.baseNames[setting];
         const whose = `${base}'s host; ${this.method} ${url} was not sent`;
         const fix = netPermissionFix(this.target, whose);
+        const cause = cleanCause(this.failure, this.secrets);
         const error = new ApiError(
           `${this.exchange.context}: no net permission for ${this.target.host}: ${fix}`,
-          {
-            status: 0,
-            url,
-            cause: cleanCause(this.failure, this.secrets),
-            reason: "network",
-            attempts,
-          },
+          { status: 0, url, cause, reason: "network", attempts },
         );
         return { do: "fail", error: withoutSecrets(error, this.secrets) };
       }
