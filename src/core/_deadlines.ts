@@ -89,7 +89,8 @@ class Window {
   }
 
   #disarm(): void {
-    this.#clear(this.#timer);
+    const clear = this.#clear; // called bare: workerd refuses a timer function called on another object
+    clear(this.#timer);
     this.#timer = undefined;
   }
 
