@@ -28,21 +28,22 @@ export function nextWindow(state: WindowState): WindowPlan {
   const probe = state.seek === undefined ? undefined : probeAt(state.seek, cap);
   if (probe !== undefined) return placed(cap, Math.floor(probe / cap));
   const offset = state.edge === null ? 0 : state.offset;
-  const most = state.overTried === offset ? cap : unrefused(state);
-  return planWindow(offset, state.margin, cap, state.least, most);
+  return planAt(offset, state, cap);
 }
 
 /** The window after `plan` if the list does not move: the pipeline's guess. */
 export function followingWindow(plan: WindowPlan, state: WindowState) {
-  const { margin, least } = state,
-    cap = windowCap(state),
-    most = unrefused(state);
-  return planWindow(plan.start + plan.limit, margin, cap, least, most);
+  return planAt(plan.start + plan.limit, state, windowCap(state));
 }
 
-/** The largest size no 400 refused (this run, or its cycle's runs before), up to maxLimit. */
-function unrefused(state: WindowState): number {
-  return Math.min(state.maxLimit, (state.rejected ?? Infinity) - 1);
+/**
+ * `planWindow` at `offset` for `state`: its last resort up to the largest size no 400 refused (this run, or its cycle's
+ * runs before) and maxLimit, unless one over the cap brought nothing there.
+ */
+function planAt(offset: number, state: WindowState, cap: number) {
+  const unrefused = Math.min(state.maxLimit, (state.rejected ?? Infinity) - 1);
+  const most = state.overTried === offset ? cap : unrefused;
+  return planWindow(offset, state.margin, cap, state.least, most);
 }
 
 /**
