@@ -20,6 +20,7 @@ import {
 const LOCKED_RETRIES = 100;
 /** How long one KV operation may take, in ms, as a Redis command by default: a KV that stopped answering holds nobody. */
 const KV_WAIT = 2000;
+/** The failure of a KV operation past its wait: the token store's and the limiter's. */
 export const KV_LATE = "Deno KV did not answer in time";
 
 /** A take lost: KV cannot say to whom at no cost (look again). */
