@@ -899,6 +899,17 @@ Deno.test("SQLite sink: every failure of its file is a SyncError 'file' naming i
   );
   handle.close();
   equal(await Deno.readTextFile(short), "x");
+  // Emptied beside its log (SQLite writes the header first): SQLite would drop the log and its rows (r140 F2).
+  const emptied = await fresh("emptied.db");
+  await opened(emptied);
+  const log = new DatabaseSync(`${emptied}2`);
+  log.exec("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0");
+  log.exec("CREATE TABLE t (x); INSERT INTO t VALUES (1)");
+  await Deno.copyFile(`${emptied}2-wal`, `${emptied}-wal`);
+  log.close();
+  await Deno.writeFile(emptied, new Uint8Array());
+  await refused(opened(emptied), "sink-mismatch", emptied);
+  equal((await Deno.stat(`${emptied}-wal`)).size > 0, true);
   const folder = await fresh("folder.db");
   await Deno.mkdir(folder);
   await refused(opened(folder), "file", folder);

@@ -17,7 +17,7 @@ import {
   statOf,
 } from "./_files.ts";
 import { holderOf, isStale, lockLost, STALE_AFTER } from "./_lease.ts";
-import { SyncError } from "./sync_error.ts";
+import { sinkMismatch, SyncError } from "./sync_error.ts";
 import { type LockSighting, staleJudge } from "../core/_clock.ts";
 import * as kit from "./_sql_sink.ts";
 import {
@@ -204,6 +204,13 @@ class SqliteDialect implements kit.SqlDialect {
     const at = this.#file ?? tried(() => this.#db.location()) ?? undefined;
     const size = at ? (await stat(at).catch(() => undefined))?.size ?? 0 : 0;
     if (size > 0 && size < 512) throw notSqlite(at!);
+    // Empty beside a write-ahead log: SQLite writes the header first, so something else emptied it; SQLite would drop
+    // the log and the rows in it (r140 F2).
+    const log = size === 0 && at ? await stat(`${at}-wal`).catch(() => {}) : 0;
+    if (log && log.size > 0) {
+      const why = "it is empty beside its -wal file, which holds its rows";
+      throw sinkMismatch(at!, why, "restore it, or remove the -wal file too");
+    }
     // One read transaction (a savepoint: nested in the user's own): another run's commit between the row count and the
     // checkpoint made a sound copy look foreign. Another connection's exclusive lock (outside WAL) is waited out.
     const db = this.#db;
