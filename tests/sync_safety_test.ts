@@ -902,10 +902,11 @@ Deno.test("SQLite sink: every failure of its file is a SyncError 'file' naming i
   // Emptied beside its log (SQLite writes the header first): SQLite would drop the log and its rows (r140 F2).
   const emptied = await fresh("emptied.db");
   await opened(emptied);
-  const log = new DatabaseSync(`${emptied}2`);
+  const other = await fresh("emptied-log.db");
+  const log = new DatabaseSync(other);
   log.exec("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0");
   log.exec("CREATE TABLE t (x); INSERT INTO t VALUES (1)");
-  await Deno.copyFile(`${emptied}2-wal`, `${emptied}-wal`);
+  await Deno.copyFile(`${other}-wal`, `${emptied}-wal`);
   log.close();
   await Deno.writeFile(emptied, new Uint8Array());
   await refused(opened(emptied), "sink-mismatch", emptied);
