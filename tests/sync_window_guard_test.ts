@@ -171,6 +171,22 @@ Deno.test("the refusal never counts more rows than the copy holds, windows read 
   }
 });
 
+Deno.test("a window that holds some of the unseen rows its range passes, not all, is read again until a read passes no row the reads before did not: a page that left items out, or repeated some in their place, is not taken at its word (outside review r148 F1)", async () => {
+  const guard = await guardOf(false, 1);
+  const doubts = doubter(guard);
+  const taken = async (ids: string[], last: number) => {
+    equal(await doubts({ ids, state: { edge: key(last) } }), false);
+    await heldBack(guard, { ids, last: key(last), ended: false });
+  };
+  equal(await doubts({ ids: ["r1", "r3"], state: { edge: key(5) } }), true);
+  await taken(["r1", "r3", "r5"], 5); // read again, it holds r5
+  equal(await doubts({ ids: ["r9", "r9"], state: { edge: key(13) } }), true);
+  await taken(["r9"], 13); // read again alike (r11, r13 gone): taken
+  await taken(["r15", "r17"], 17); // it holds every row it passes
+  equal(guard.doubled, 0); // only a window holding none is weighed twice
+  equal(guard.passed.size, 2);
+});
+
 Deno.test("a window whose range's answer is cut at the share may hold rows the cycle has yet to see: a page 1 after the cursor then goes on to the guard, not given up as another list's (the answer cut at 12 of 49 left out the window's own row)", async () => {
   const guard = await guardOf(false); // 10 of 100 may go: an answer holds at most 1 + 10 + 1
   const window = { ids: ["r99"], last: key(99), ended: false };

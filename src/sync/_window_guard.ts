@@ -63,6 +63,9 @@ type Ahead = {
   readonly more: number;
 };
 
+/** A window as the doubter sees it: its ids, and the state it leaves the pass in. */
+type Doubted = { ids: readonly string[]; state: { edge: SyncKey | null } };
+
 /** A window as the guard sees it: its ids, and the key it ends at (`ended`: the cycle's last). */
 type Passing = {
   readonly ids: readonly string[];
@@ -251,22 +254,24 @@ function holdsAny(
 }
 
 /**
- * Doubts a sweep window once when it holds no row the cycle has yet to see though its range passes some: another
- * list's answer (a service's misrouted read), or every such row gone. Read again alike, it is taken (`retaken`), and
- * the guard weighs what it passes twice (else a doubted read of another list, then its re-read, weighed as one window).
+ * Doubts a sweep window once when its range passes rows the cycle has yet to see and it holds none: another list's
+ * answer (a misrouted read), or every such row gone. Read again alike, it is taken (`retaken`), weighed twice by the
+ * guard (else another list's read and its re-read weighed as one window). One that holds some of them is read again
+ * until a read passes no row the reads before did not (a page that left items out, or repeated some: r148 F1).
  */
 export function doubter(guard: WindowGuard | undefined) {
   let doubted: string | undefined;
-  return async (
-    { ids, state: { edge } }: {
-      ids: readonly string[];
-      state: { edge: SyncKey | null };
-    },
-  ) => {
+  const missed = new Set<string>();
+  return async ({ ids, state: { edge } }: Doubted) => {
     if (guard === undefined || edge === null || ids.length === 0) return false;
     // Exactly what the answer shows (one cut at the share is refused where the window commits).
     const { rows, more, full } = await rowsAhead(guard, keyText(edge), ids);
-    if (holdsAny(guard, ids, rows)) return false;
+    if (holdsAny(guard, ids, rows)) {
+      const known = new Set([...ids, ...missed]);
+      const gone = rows.filter((row) => !known.has(row.id));
+      gone.forEach((row) => missed.add(row.id));
+      return !full && gone.length > 0;
+    }
     const passes = rows.length + more; // none of them its own
     // Only new items (back-dated since) are not doubted: read twice or thrice, a list gaining them fast outran the pass.
     if (passes === 0) return false;
