@@ -95,8 +95,9 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
 
   async get(key: string): Promise<TokenRecord | undefined> {
     const { record } = await this.#keysOf(key);
+    const floor = this.#seals.floor(key);
     const entry = await unlocked(() => this.#kv.get<SealedRecord>(record));
-    return await this.#open(key, entry.value);
+    return await this.#open(key, entry.value, floor);
   }
 
   async set(key: string, record: TokenRecord): Promise<void> {
@@ -113,15 +114,16 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   async update(key: string, change: RecordChange) {
     const { record } = await this.#keysOf(key);
     return await updateBy(change, async () => {
+      const floor = this.#seals.floor(key);
       const entry = await unlocked(() => this.#kv.get<SealedRecord>(record));
-      return [await this.#open(key, entry.value), entry];
-    }, async (next, entry) => {
-      const sealed = await this.#seals.seal(key, next);
-      return (await unlocked(() =>
-        this.#kv.atomic().check(entry)
-          .set(record, sealed, this.#expiry(next)).commit()
-      )).ok;
-    }, LOCKED_RETRIES);
+      return [await this.#open(key, entry.value, floor), entry];
+    }, (next, entry) =>
+      this.#seals.write(key, next, async (sealed) => {
+        const swap = () =>
+          this.#kv.atomic().check(entry)
+            .set(record, sealed, this.#expiry(next)).commit();
+        return (await unlocked(swap)).ok;
+      }), LOCKED_RETRIES);
   }
 
   coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {
@@ -133,9 +135,10 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     const names = await this.#keysOf(key);
     const both = [names.record, names.lease] as const;
     const read = () => this.#kv.getMany<[SealedRecord, unknown]>(both);
+    const floor = this.#seals.floor(key);
     const [stored, lease] = await unlocked(read, signal);
     return {
-      record: await this.#open(key, stored.value),
+      record: await this.#open(key, stored.value, floor),
       leaseFree: this.#leaseOver(key, lease.value),
       snapshot: [stored, lease],
     };
@@ -160,14 +163,14 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
         const renewed = await write(this.#kv.atomic().check(lease));
         if (renewed.ok) lease.versionstamp = renewed.versionstamp;
       },
-      publish: async (record: TokenRecord) => {
-        const sealed = await this.#seals.seal(key, record);
-        return (await unlocked(() =>
-          this.#kv.atomic().check(lease)
-            .set(names.record, sealed, this.#expiry(record))
-            .delete(lease.key).commit()
-        )).ok;
-      },
+      publish: (record: TokenRecord) =>
+        this.#seals.write(key, record, async (sealed) => {
+          const publish = () =>
+            this.#kv.atomic().check(lease)
+              .set(names.record, sealed, this.#expiry(record))
+              .delete(lease.key).commit();
+          return (await unlocked(publish)).ok;
+        }),
       release: async () => {
         await unlocked(() =>
           this.#kv.atomic().check(lease).delete(lease.key).commit()
@@ -190,10 +193,10 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   }
 
   /** Anything but a sealed record (0.2's plain one, another program's value) counts as absent. */
-  async #open(key: string, stored: SealedRecord | null) {
+  async #open(key: string, stored: SealedRecord | null, floor: number) {
     return stored?.iv instanceof Uint8Array &&
         stored.sealed instanceof Uint8Array
-      ? await this.#seals.open(key, stored)
+      ? await this.#seals.open(key, stored, floor)
       : undefined;
   }
 }

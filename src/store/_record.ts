@@ -66,7 +66,8 @@ export async function openRecord(
 /**
  * One fleet store's seals: the key given, else one derived (HKDF) from each store key and its secret part. Each
  * write seals a version newer than any seen; an older record (a store rolled back, a record written back) is refused
- * once a newer one was seen here: a process that saw none (started after) cannot tell.
+ * once a newer one was seen here (read, or written by a compare-and-set that landed) before the read began: a
+ * process that saw none (started after) cannot tell.
  */
 export class RecordSeals {
   readonly #keys: (key: string) => Promise<CryptoKey>;
@@ -78,20 +79,49 @@ export class RecordSeals {
       : () => Promise.resolve(given);
   }
 
+  /**
+   * `record` sealed one version past the highest seen, which stays as it is: that version is not stored yet. Raised
+   * here, a write that then lost its compare-and-set (or landed before a concurrent one sealing the next number) left
+   * the highest above the record stored, and open() refused that record as older: to update() and look the store read
+   * as empty, and providers sharing it renewed again (outside review r149 F1).
+   */
   async seal(key: string, record: TokenRecord): Promise<SealedRecord> {
-    const version = (this.#highest.get(key) ?? 0) + 1;
-    this.#highest.set(key, version);
+    const version = this.floor(key) + 1;
     return await sealRecord(await this.#keys(key), key, record, version);
   }
 
-  async open(key: string, sealed: SealedRecord) {
+  /** Seals `record` as seal() does for `write`, a compare-and-set: its version counts as seen once it landed (`true`). */
+  async write(
+    key: string,
+    record: TokenRecord,
+    write: (sealed: SealedRecord) => Promise<boolean>,
+  ): Promise<boolean> {
+    const version = this.floor(key) + 1;
+    const keyed = await this.#keys(key);
+    const landed = await write(await sealRecord(keyed, key, record, version));
+    // A newer one read meanwhile stays the highest.
+    if (landed && version > this.floor(key)) this.#highest.set(key, version);
+    return landed;
+  }
+
+  /** The highest version of `key` seen so far: what a read takes before it asks the store, for open(). */
+  floor(key: string): number {
+    return this.#highest.get(key) ?? 0;
+  }
+
+  /**
+   * The record, unless older than `floor`, the highest seen before the read began. Not the highest now: a concurrent
+   * read or a write landing may have raised it since, and the record read was the one stored when it asked. Refused,
+   * the store read as empty and update() handed `undefined` (r149 F1); its compare-and-set fails and reads again.
+   */
+  async open(key: string, sealed: SealedRecord, floor: number) {
     const opened = await openRecord(await this.#keys(key), key, sealed);
     if (typeof opened !== "object" || opened === null) return undefined;
     const { version, ...record } = opened;
     // 0.3's records carry no version: 0.
     const seen = Number.isSafeInteger(version) ? version as number : 0;
-    if (seen < (this.#highest.get(key) ?? 0)) return undefined;
-    this.#highest.set(key, seen);
+    if (seen < floor) return undefined;
+    if (seen > this.floor(key)) this.#highest.set(key, seen);
     return record;
   }
 }

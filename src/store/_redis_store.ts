@@ -2,7 +2,12 @@
 // "…:lease:<lease>" telling waiters the lease was let go (one hash tag: one cluster slot).
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
-import { MAX_STORED_RECORD, recordLifetime, RecordSeals } from "./_record.ts";
+import {
+  MAX_STORED_RECORD,
+  recordLifetime,
+  RecordSeals,
+  type SealedRecord,
+} from "./_record.ts";
 import type { RedisCommand } from "./redis_command.ts";
 import {
   plainScript,
@@ -68,14 +73,16 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
 
   async get(key: string): Promise<TokenRecord | undefined> {
     const { record } = await this.#keysOf(key);
-    return await this.#decode(key, await this.#read(record));
+    const floor = this.#seals.floor(key);
+    return await this.#decode(key, await this.#read(record), floor);
   }
 
   async set(key: string, record: TokenRecord): Promise<void> {
     const keys = await this.#keysOf(key);
     // Read first: the version written must be newer than the one stored.
     await this.get(key).catch(() => {});
-    const [value, lifetime] = await this.#value(key, record);
+    const sealed = await this.#seals.seal(key, record);
+    const [value, lifetime] = this.#value(sealed, record);
     await this.#send(["SET", keys.record, value, "PX", lifetime]);
   }
 
@@ -83,12 +90,14 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   async update(key: string, change: RecordChange) {
     const { record } = await this.#keysOf(key);
     return await updateBy(change, async () => {
+      const floor = this.#seals.floor(key);
       const seen = await this.#read(record);
-      return [await this.#decode(key, seen), seen];
-    }, async (next, seen) => {
-      const value = await this.#value(key, next);
-      return await this.#script("swap", [record], [seen ?? "", ...value]) === 1;
-    }, UPDATE_ATTEMPTS);
+      return [await this.#decode(key, seen, floor), seen];
+    }, (next, seen) =>
+      this.#seals.write(key, next, async (sealed) => {
+        const args = [seen ?? "", ...this.#value(sealed, next)];
+        return await this.#script("swap", [record], args) === 1;
+      }), UPDATE_ATTEMPTS);
   }
 
   coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {
@@ -98,9 +107,10 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   async look(key: string) {
     const keys = await this.#keysOf(key);
     // Two reads, not MGET: the record's is bounded. The take checks the record again.
+    const floor = this.#seals.floor(key);
     const value = await this.#read(keys.record);
     const lease = await this.#textOf(["GET", keys.lease]);
-    const record = await this.#decode(key, value);
+    const record = await this.#decode(key, value, floor);
     return {
       record,
       leaseFree: lease === undefined, // Redis expires leases on time
@@ -124,11 +134,11 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
       renew: async () => {
         await this.#script("renew", [keys.lease], [lease, ms]);
       },
-      publish: async (record: TokenRecord) => {
-        const [value, lifetime] = await this.#value(key, record);
-        const args = [lease, value, lifetime, ms];
-        return await this.#script("publish", told, args) === 1;
-      },
+      publish: (record: TokenRecord) =>
+        this.#seals.write(key, record, async (sealed) => {
+          const args = [lease, ...this.#value(sealed, record), ms];
+          return await this.#script("publish", told, args) === 1;
+        }),
       release: async () => {
         await this.#script("release", told, [lease, "", "", ms]);
       },
@@ -152,6 +162,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     const stream = `${lease}:${holder}`;
     // After an entry already read, only a newer one wakes: never a loop on the same entry.
     const after = this.#lastWake?.stream === stream ? this.#lastWake.id : "0-0";
+    const floor = this.#seals.floor(key);
     let reply: unknown;
     try {
       if (this.#blocked) throw new Error("the blocking connection is in use");
@@ -174,7 +185,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     this.#lastWake = { stream, id };
     const fields = entry![1];
     const value = Array.isArray(fields) ? text(fields[1]) : undefined;
-    return await this.#decode(key, value || undefined);
+    return await this.#decode(key, value || undefined, floor);
   }
 
   /** A script by EVAL; once Redis refuses EVAL, the same steps by plain commands. */
@@ -206,13 +217,13 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   }
 
   /** The value and `PX` lifetime of a `SET` of `record`, sealed. */
-  async #value(key: string, record: TokenRecord): Promise<[string, string]> {
-    const { iv, sealed } = await this.#seals.seal(key, record);
+  #value({ iv, sealed }: SealedRecord, record: TokenRecord): [string, string] {
     const value = JSON.stringify({ iv: base64(iv), sealed: base64(sealed) });
     return [value, String(recordLifetime(record, this.#config.now()))];
   }
 
-  async #decode(key: string, value: string | undefined) {
+  /** The record in `value`, read after the highest version seen was `floor`. */
+  async #decode(key: string, value: string | undefined, floor: number) {
     if (value === undefined || value.length > MAX_STORED_RECORD) {
       return undefined;
     }
@@ -222,7 +233,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
       return await this.#seals.open(key, {
         iv: fromBase64(stored.iv),
         sealed: fromBase64(stored.sealed),
-      });
+      }, floor);
     } catch {
       return undefined; // not ours, or damaged: as if absent
     }
