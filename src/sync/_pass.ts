@@ -76,7 +76,6 @@ export async function runPass<T>(
       const plan = last ? followingWindow(last.plan, state) : nextWindow(state);
       flights.push(launch(run, plan));
       spent++;
-      run.requests.count++;
     }
   };
   try {
@@ -93,11 +92,12 @@ export async function runPass<T>(
       // Sought and not found (a window after the edge, or wholly before it), or doubted.
       const missed = judged.kind === "gap" || (nothing && !!state.seek);
       if (missed) state = unjoined(state, flight.plan, path);
-      if (judged.kind !== "commit" || unsure(state)) {
+      if ("doubted" in judged) flights.unshift(launch(run, flight.plan)); // first: those after it stand if it does
+      else if (judged.kind !== "commit" || unsure(state)) {
         land(flights); // windows planned on a wrong guess are not worth reading
         width = 1;
-        if (judged.kind !== "commit") continue;
       }
+      if (judged.kind !== "commit") continue;
       if (judged.window.items.length > 0) state = { ...state, misses: 0 };
       repeated = repeatsOf(repeated, flight.plan, judged.first, path);
       // A short window that is no end (a cut, or a size not known honoured): the next goes alone too.
@@ -126,9 +126,9 @@ function unspent(
 ): number {
   // A window cut with nothing new is not the budget's, once a pass (a sweep of 1 spent each run on one, for good).
   if (nothing && judged.next.refused < state.refused) free = 1;
-  // Nor a doubted one, nor a size refused under the cap (learnt again each pass: the same for good), each time.
+  // Nor a size refused under the cap (learnt again each pass: the same for good), each time.
   const least = judged.kind === "refused" && judged.next.least !== state.least;
-  return "doubted" in judged || least ? free + 1 : free;
+  return least ? free + 1 : free;
 }
 
 /**
@@ -181,9 +181,7 @@ async function keyOnPage<T>(run: PassRun<T>, past: ShortEnd, sizes: number[]) {
       const cut = ends <= at && n > 0 && (ends < at || n === count);
       return cut ? null : keys[at - start];
     } catch (error) {
-      const refused = error instanceof ApiError &&
-        SIZE_REFUSED.has(error.status);
-      if (!refused || sizes.length === 1) throw error;
+      if (!sizeRefusal(error) || sizes.length === 1) throw error;
       sizes.shift();
     }
   }
@@ -191,7 +189,6 @@ async function keyOnPage<T>(run: PassRun<T>, past: ShortEnd, sizes: number[]) {
 
 /** The keys of the items of the page `plan` (one request). */
 async function keysOf<T>(run: PassRun<T>, plan: WindowPlan) {
-  run.requests.count++;
   return (await launch(run, plan).items).map(run.config.keyOf);
 }
 
@@ -304,9 +301,7 @@ function sizeRefused(
   state: WindowState,
   userLimit: number,
 ): WindowState | undefined {
-  if (!(error instanceof ApiError && SIZE_REFUSED.has(error.status))) {
-    return undefined;
-  }
+  if (!sizeRefusal(error)) return undefined;
   const floor = Math.max(userLimit, MIN_WINDOW),
     least = Math.max(limit, state.least ?? 0);
   // A short page read again at its own size: under the service's least page, read again as one under MIN_WINDOW is.
@@ -322,9 +317,10 @@ function sizeRefused(
     : undefined;
 }
 
-/** Requests the window `plan`; aborted by the run's signal, its `stop`, or its own controller. */
-function launch<T>({ client, config, stop }: PassRun<T>, plan: WindowPlan) {
-  const controller = new AbortController();
+/** Requests the window `plan` (counted); aborted by the run's signal, its `stop`, or its own controller. */
+function launch<T>(run: PassRun<T>, plan: WindowPlan) {
+  const { client, config, stop } = run, controller = new AbortController();
+  run.requests.count++;
   const signals = [config.signal, stop, controller.signal];
   const signal = AbortSignal.any(signals.filter((s) => s !== undefined));
   const items = (async () => {
@@ -371,7 +367,7 @@ export function heldStrays<T>(
 
 /**
  * The keys of the list's first page of `limit` (another address than a window's), read past maxDuration too (as
- * `goesOn`'s reads: stopped, every run would stop there). A size the service refuses (SIZE_REFUSED: a least page size)
+ * `goesOn`'s reads: stopped, every run would stop there). A size the service refuses (`sizeRefusal`: a least page size)
  * tells nothing: undefined; another failure (a 429, a 404) ends the run, not letting the window commit.
  */
 export async function listHead<T>(
@@ -383,13 +379,14 @@ export async function listHead<T>(
     const start = (page - 1) * limit;
     return await keysOf({ ...run, stop: undefined }, { start, limit, page });
   } catch (error) {
-    if (error instanceof ApiError && SIZE_REFUSED.has(error.status)) return;
+    if (sizeRefusal(error)) return;
     throw error;
   }
 }
 
-/** What a service answers a page size it refuses. */
-const SIZE_REFUSED = new Set([400, 403, 413, 422]);
+/** Whether `error` is what a service answers a page size it refuses. */
+const sizeRefusal = (error: unknown): error is ApiError =>
+  error instanceof ApiError && [400, 403, 413, 422].includes(error.status);
 
 /** A cycle's first page that skipped an item the list holds at its start (`skipsStart`). */
 export function startSkipped(path: string): SyncError {
