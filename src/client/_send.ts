@@ -106,11 +106,17 @@ class ApiRequest<T>
     this.method = init.method === undefined ? "GET" : init.method.toUpperCase();
     this.replayable = isReplayable(init.body);
     this.target = exchange.url;
-    // The faults a glance shows cost no token and no slot: a priority fetch lacks (Node 20's Request takes any), a GET
-    // or HEAD with a body (as this runtime judges).
+    // What fetch cannot send costs no token and no slot: a priority fetch lacks (Node 20's Request takes any), a GET
+    // or HEAD with a body, a method, header, mode... a Request refuses (as this runtime judges; a body is read once,
+    // so one of another method is left out of the check).
     checkPriority(this.init.priority, "auto", exchange.context);
     const bodyless = this.method === "GET" || this.method === "HEAD";
-    const fault = init.body != null && bodyless ? initFault(this) : undefined;
+    const checked = init.body != null && bodyless
+      ? this.init
+      : holdsMore(init)
+      ? { ...this.init, body: null, signal: null }
+      : undefined;
+    const fault = checked === undefined ? undefined : initFault(this, checked);
     if (fault !== undefined) throw fault;
   }
 
@@ -393,11 +399,23 @@ async function renew(request: ApiRequest<unknown>, response: Response) {
 const noAnswerReason = (deadline: Deadline) =>
   deadline.timedOut ? "timeout" : "network";
 
+/** Whether an init holds more than a signal, a priority and a body (the usual call): what else it holds fetch may refuse. */
+function holdsMore(init: RequestInit): boolean {
+  for (const key in init) {
+    if (key !== "signal" && key !== "priority" && key !== "body") return true;
+  }
+  return false;
+}
+
 /** The init's fault, as a TypeError (`option: "init"`), when fetch cannot make a request of it; else undefined. */
-function initFault(request: ApiRequest<unknown>): TypeError | undefined {
-  const { init, accessToken, secrets } = request;
-  const headers = withBearer(init.headers, accessToken);
+function initFault(
+  request: ApiRequest<unknown>,
+  init: RequestInit = request.init,
+): TypeError | undefined {
+  const { accessToken, secrets } = request;
   try {
+    // Headers given as pairs are copied here, and a bad one throws (quoting its value): caught too.
+    const headers = withBearer(init.headers, accessToken);
     new Request(request.target, { ...init, headers, redirect: "manual" });
   } catch (error) {
     const why = redact(String((error as Error | null)?.message), secrets);

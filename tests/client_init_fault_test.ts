@@ -1,0 +1,75 @@
+// Outside review r149 F3: a call whose init fetch cannot send fails before
+// sending, so it takes no token and no rate-limit slot (DESIGN: "one that
+// fails before sending takes none").
+
+import { equal, ok } from "node:assert/strict";
+import { createClient, createRateLimiter } from "../src/client/mod.ts";
+import { startFakePartnerApi } from "../src/testing/mod.ts";
+
+Deno.test("an init fetch cannot send (a bad method, a forbidden method, a bad header name or value, mode 'navigate') is refused before a token request or a rate-limit slot", async () => {
+  await using api = await startFakePartnerApi();
+  const rateLimit = createRateLimiter({ requests: 10, interval: 300_000 });
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+    rateLimit,
+  });
+  const bad: RequestInit[] = [
+    { method: "GE T" },
+    { method: "CONNECT" },
+    { headers: { "x-a": "a\nb" } },
+    { headers: { "x a": "b" } },
+    // fetch quotes the bad value: redacted, though no token is there yet.
+    { headers: [["x-key", `${api.credentials.clientSecret}\u0000`]] },
+    { mode: "navigate" as RequestMode },
+    { method: "POST", body: "x", headers: { "x a": "b" } },
+  ];
+  for (const init of bad) {
+    const error = await client.fetch("organizations", init).catch((e) => e);
+    ok(error instanceof TypeError, String(error));
+    equal((error as TypeError & { option?: string }).option, "init");
+    equal(Deno.inspect(error).includes(api.credentials.clientSecret), false);
+  }
+  equal(api.tokenRequests, 0);
+  equal(api.apiRequests, 0);
+  // The window's 10 slots are all still free: each taken now, not waited for.
+  const waits = new AbortController();
+  const tickets = Array.from(
+    { length: 10 },
+    () => rateLimit.take(waits.signal),
+  );
+  waits.abort();
+  await Promise.allSettled(tickets);
+  equal(tickets.filter((ticket) => typeof ticket === "number").length, 10);
+  for (const ticket of tickets) {
+    if (typeof ticket === "number") rateLimit.answered(ticket);
+  }
+});
+
+Deno.test("an init fetch can send, with headers, a method and a stream body, is still sent once", async () => {
+  await using api = await startFakePartnerApi();
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+  });
+  const good: RequestInit[] = [
+    { method: "get", headers: { accept: "application/json" } },
+    { headers: new Headers({ "x-a": "b" }), mode: "cors" },
+    {
+      method: "POST",
+      headers: [["content-type", "text/plain"]],
+      body: new ReadableStream({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode("x"));
+          controller.close();
+        },
+      }),
+    },
+  ];
+  for (const init of good) {
+    const response = await client.fetch("organizations", init);
+    await response.body?.cancel();
+  }
+  equal(api.apiRequests, good.length);
+  equal(api.tokenRequests, 1);
+});
