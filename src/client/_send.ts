@@ -32,7 +32,7 @@ import {
 import { followable } from "./_path.ts";
 import type { clientConfig } from "./_config.ts";
 import { checkPriority, type RatePriority } from "../core/_rate_options.ts";
-import { waited } from "../core/_rate_window.ts";
+import { hearsSignal, waited } from "../core/_rate_window.ts";
 import {
   type Attempted,
   isReplayable,
@@ -357,9 +357,16 @@ async function waitFor(
   slot: Promise<number>,
   priority: RatePriority,
 ) {
-  const { listener, context } = request;
+  const { listener, context, signal } = request;
   const started = listener === undefined ? 0 : context.now();
-  request.ticket = await slot;
+  // A limiter of the user's may not hear the signal: the caller's abort ends the wait anyway, and a slot granted
+  // after it is answered at once (never sent), as the limiter's API asks of a ticket never used. This library's line
+  // hears it, with one listener per signal (one each here would make N callers leaving on one abort cost O(N²)).
+  request.ticket = await (hearsSignal(slot) ? slot : raceAbort(
+    slot,
+    signal,
+    (ticket) => void tried(() => context.rateLimiter!.answered(ticket)), // nobody is left to hear what it throws
+  ));
   if (listener !== undefined && waited(slot)) {
     const delayMs = context.now() - started;
     emit(listener, { type: "rate.wait", delayMs, priority });

@@ -213,6 +213,11 @@ export function waited(slot: Promise<number>): boolean {
   return callers.get(slot)?.waited ?? true;
 }
 
+/** Whether `slot` is a promise of this library's line, which rejects once its caller's signal aborts (another limiter's may not). */
+export function hearsSignal(slot: Promise<number>): boolean {
+  return callers.has(slot);
+}
+
 /** A `take`'s refusal of a `signal` that is no AbortSignal (once queued, it failed every caller after it); else none. */
 export function signalRefusal(signal: unknown): Promise<never> | undefined {
   if (signal === undefined || signal instanceof AbortSignal) return undefined;
