@@ -13,8 +13,17 @@ import { type PageRequest, pageSearchParams } from "./paginate.ts";
 import { flatten, pageConfig, type Walked, walkPages } from "./_walk.ts";
 import type { ListOptions, Page } from "./pages.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
-import { cleanResponse, type Secret, serverText } from "../core/_redact.ts";
-import { secretOutOfChecks, withoutSecrets } from "../core/_option_secrets.ts";
+import {
+  cleanResponse,
+  type Secret,
+  secretsOf,
+  serverText,
+} from "../core/_redact.ts";
+import {
+  pathWithoutSecrets,
+  secretOutOfChecks,
+  withoutSecrets,
+} from "../core/_option_secrets.ts";
 import { resolveUnder } from "./_path.ts";
 import { clientSecret, type SendContext, sendExchange } from "./_send.ts";
 
@@ -150,12 +159,14 @@ function pageAddresses(url: URL, extra: Record<string, string>) {
 /** `source`; the client's listener hears how the crawl ended. */
 async function* heard<X>(
   source: AsyncIterableIterator<X>,
-  { onEvent, now }: SendContext,
+  { onEvent, now, tokenProvider }: SendContext,
   path: string,
   count: (value: X) => number,
   tally?: { pages: number },
 ): AsyncIterableIterator<X> {
   const started = now();
+  // The tokens its pages are sent with, noted: a secret or token pasted into the path is shown as errors show it.
+  const noted = secretsOf({ tokenProvider });
   let pages = 0;
   let items = 0;
   let outcome: "ok" | "error" = "ok";
@@ -169,9 +180,10 @@ async function* heard<X>(
     outcome = "error";
     throw error;
   } finally {
+    noted.stop();
     emit(onEvent!, {
       type: "api.list",
-      path,
+      path: pathWithoutSecrets(path, noted.secrets()),
       outcome,
       pages: tally?.pages ?? pages,
       items,
@@ -217,7 +229,9 @@ async function listPage<T>(
     throw answered(page, "", why);
   }
   const { status } = page.response, { attempts } = page;
-  return { items, request: Object.freeze({ url: url.href, status, attempts }) };
+  // Its address as its errors show it: a secret or token pasted into the path or a filter redacted.
+  const shown = withoutSecrets(url.href, page.secrets);
+  return { items, request: Object.freeze({ url: shown, status, attempts }) };
 }
 
 /** One answered page, as its errors describe it. */

@@ -20,7 +20,7 @@ import {
 } from "../core/_deadlines.ts";
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
-import { withoutSecrets } from "../core/_option_secrets.ts";
+import { pathWithoutSecrets, withoutSecrets } from "../core/_option_secrets.ts";
 import { redact, type Secret, tokensNoted } from "../core/_redact.ts";
 import { requireSignal, tried, typeError } from "../core/_check.ts";
 import {
@@ -169,6 +169,23 @@ class ApiRequest<T>
     return [...tokens, ...this.context.secrets];
   }
 
+  /** The target's path as events show it: a secret or token pasted in it redacted, as errors redact it. */
+  get shownPath(): string {
+    const { pathname } = this.target;
+    // Cleaned once per path while the tokens stay (a redaction is tens of µs; a list's pages share one path).
+    const tokens = `${this.accessToken} ${this.refused}`;
+    let shown = shownPaths.get(this.context);
+    if (shown?.tokens !== tokens || shown.paths.size >= MAX_SHOWN) {
+      shownPaths.set(this.context, shown = { tokens, paths: new Map() });
+    }
+    let path = shown.paths.get(pathname);
+    if (path === undefined) {
+      path = pathWithoutSecrets(pathname, this.secrets);
+      shown.paths.set(pathname, path);
+    }
+    return path;
+  }
+
   /** One attempt: the answer or `undefined`; raced, as a caller's `fetch` may ignore its signal (no async frame: garbage of every call). */
   attempt(deadline: Deadline): Promise<Response | undefined> {
     const { init } = this;
@@ -245,13 +262,13 @@ class ApiRequest<T>
     durationMs: number,
     deadline: Deadline,
   ): ApiRequestEvent {
-    const { hostname, port, protocol, pathname } = this.target;
+    const { hostname, port, protocol } = this.target;
     const answered = response !== undefined && response !== this.cut;
     return {
       type: "api.request",
       method: this.method,
       base: this.exchange.kind,
-      path: pathname,
+      path: this.shownPath,
       // Where it went: host (an IPv6 address without brackets) and port.
       host: hostname.replace(/^\[(.*)\]$/, "$1"),
       port: Number(port || (protocol === "https:" ? 443 : 80)),
@@ -396,11 +413,18 @@ async function renew(request: ApiRequest<unknown>, response: Response) {
   request.renewed = true;
   request.refused = accessToken;
   if (listener !== undefined) {
-    emit(listener, { type: "api.renewal", path: request.target.pathname });
+    emit(listener, { type: "api.renewal", path: request.shownPath });
   }
   await discard(response);
   return true;
 }
+
+/** Per client, the paths its events showed lately, for the tokens they were cleaned of (at most `MAX_SHOWN`). */
+const shownPaths = new WeakMap<
+  SendContext,
+  { readonly tokens: string; readonly paths: Map<string, string> }
+>();
+const MAX_SHOWN = 256;
 
 /** Why an attempt got no answer, as its event and error say. */
 const noAnswerReason = (deadline: Deadline) =>

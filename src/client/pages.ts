@@ -81,7 +81,7 @@ export interface Page<T> {
  * ```
  */
 export interface RequestMetadata {
-  /** The page's address, with its query (it never holds a token). */
+  /** The page's address, with its query (it never holds a token: one pasted into the path shows as `[redacted]`, the client secret as `[client_secret]`). */
   readonly url: string;
   /** The answer's HTTP status. */
   readonly status: number;

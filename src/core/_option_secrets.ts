@@ -55,11 +55,27 @@ export function withoutSecrets<E>(error: E, secrets: readonly Secret[]): E {
     return held?.(clean)
       ? clean.replace(
         PATHS,
-        (_, origin = "") => `${origin}/[not shown: it held the client secret]`,
+        (_, origin = "") => `${origin}${NOT_SHOWN}`,
       )
       : clean;
   }) as E;
 }
+
+/**
+ * A request's path (or address) as events, spans and pages show it: without the client's secret or a token of `secrets`,
+ * as {@linkcode withoutSecrets} shows it in an error (`/api/items/[client_secret]`); where a run of the secret stays, the
+ * path goes.
+ */
+export function pathWithoutSecrets(
+  path: string,
+  secrets: readonly Secret[],
+): string {
+  const clean = withoutSecrets(path, secrets);
+  const secret = secrets.find((s) => typeof s === "object")?.secret;
+  if (secret === undefined || !path.startsWith("/")) return clean;
+  return holderOf(secret)(clean) ? NOT_SHOWN : clean;
+}
+const NOT_SHOWN = "/[not shown: it held the client secret]";
 
 /** An http(s) address's path and query, to the next space (a `)` or `:` may be the secret's); a list's `no list at /x`,
  * to the `: ` that ends it. */

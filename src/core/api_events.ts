@@ -25,7 +25,7 @@ export interface ApiRequestEvent {
   readonly method: string;
   /** Which base the request went to: the API, or the card-data (PCI) one. */
   readonly base: "api" | "pci";
-  /** The URL's path, without the query. */
+  /** The URL's path, without the query (a secret or token pasted into it redacted, as an `ApiError` shows it). */
   readonly path: string;
   /** The host the request went to (an IPv6 address without brackets). */
   readonly host: string;
@@ -95,7 +95,7 @@ export interface ApiRetryEvent {
 export interface ApiRenewalEvent {
   /** Tells events apart. */
   readonly type: "api.renewal";
-  /** The URL's path, without the query. */
+  /** The URL's path, without the query (a secret or token pasted into it redacted, as an `ApiError` shows it). */
   readonly path: string;
 }
 
@@ -120,7 +120,7 @@ export interface ApiRenewalEvent {
 export interface ApiListEvent {
   /** Tells events apart. */
   readonly type: "api.list";
-  /** The list's path, without the query. */
+  /** The list's path, without the query (a secret or token pasted into it redacted, as an `ApiError` shows it). */
   readonly path: string;
   /** `"error"`: a page failed or the caller's signal aborted; `"ok"`: the list ended or the caller's loop left. */
   readonly outcome: "ok" | "error";

@@ -1,0 +1,121 @@
+// Outside review r149 F2: a client secret or an access token pasted into a
+// fetch or list path was shown whole by the events (api.request, api.list,
+// api.renewal), the partner_api.list span's url.path and Page.request.url,
+// while ApiError redacted it (`/api/items/[client_secret]`).
+
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { createClient } from "../src/client/mod.ts";
+import { defineEnvironment } from "../src/core/environment.ts";
+import { ApiError } from "../src/core/errors.ts";
+import type { PartnerApiEvent } from "../src/core/events.ts";
+import { openTelemetry } from "../src/telemetry/otel.ts";
+
+const SECRET = "PathSecretVALUE-0123456789abcdef";
+const TOKEN = "PathTokVALUE0123456789";
+
+/** A loopback API: `list/...` answers an empty list, `auth/...` 401, anything else 404; the first token is `TOKEN`. */
+function startApi() {
+  let issued = 0;
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request) => {
+      const { pathname } = new URL(request.url);
+      if (pathname === "/token") {
+        return Response.json({
+          // The first token, then others (a renewal's).
+          access_token: issued++ === 0 ? TOKEN : `Renewed-${issued}-abcdefgh`,
+          token_type: "Bearer",
+          expires_in: 3600,
+        });
+      }
+      if (pathname.includes("/list/")) return Response.json([]);
+      return new Response("no", {
+        status: pathname.includes("/auth/") ? 401 : 404,
+      });
+    },
+  );
+  const origin = `http://127.0.0.1:${server.addr.port}`;
+  const environment = defineEnvironment({
+    baseUrl: `${origin}/api/`,
+    pciBaseUrl: `${origin}/pci/api/`,
+    tokenUrl: `${origin}/token`,
+    audience: "aud-aud-aud",
+  });
+  return { server, environment };
+}
+
+/** What a recording tracer was handed. */
+function recordingTracer() {
+  const spans: { name: string; attributes: unknown }[] = [];
+  const span = { setStatus: () => ({ end: () => {} }) };
+  const tracer = {
+    startSpan: (name: string, options: { attributes: unknown }) => {
+      spans.push({ name, attributes: options.attributes });
+      return span;
+    },
+  };
+  return { spans, tracer };
+}
+
+Deno.test("a client secret or access token in a fetch, list or pages path is redacted in api.request, api.renewal and api.list events, the partner_api.list span and Page.request.url, as ApiError redacts it", async () => {
+  const { server, environment } = startApi();
+  await using _ = { [Symbol.asyncDispose]: () => server.shutdown() };
+  const events: PartnerApiEvent[] = [];
+  const { spans, tracer } = recordingTracer();
+  const otel = openTelemetry({ tracer });
+  const client = createClient({
+    environment,
+    clientId: "cid-cid-cid",
+    clientSecret: SECRET,
+    retry: false,
+    onEvent: (event) => {
+      events.push(event);
+      otel(event);
+    },
+  });
+  const errors: unknown[] = [];
+  const pages: unknown[] = [];
+  // The token while it is the one sent; the secret, and a 401 renewing the token, after.
+  for (const value of [TOKEN, SECRET]) {
+    const paths = [`items/${value}`, `list/${value}`];
+    if (value === SECRET) paths.push(`auth/${value}`);
+    for (const path of paths) {
+      await (await client.fetch(path)).body?.cancel();
+      try {
+        for await (const page of client.pages(path)) pages.push(page);
+      } catch (error) {
+        errors.push(error);
+      }
+    }
+  }
+  const shown = JSON.stringify(events) + JSON.stringify(spans) +
+    JSON.stringify(pages) + Deno.inspect(pages, { depth: 9 });
+  equal(shown.includes(SECRET), false);
+  equal(shown.includes(TOKEN), false);
+  // Shown as the ApiError for the same page shows it.
+  const failed = errors[1];
+  ok(failed instanceof ApiError);
+  const errorPath = failed.url.slice(failed.url.indexOf("/api/")).split("?")[0];
+  equal(errorPath, "/api/items/[client_secret]");
+  const paths = (type: string) =>
+    events.flatMap((e) => e.type === type && "path" in e ? [e.path] : []);
+  const lists = [
+    "/api/items/[redacted]",
+    "/api/list/[redacted]",
+    "/api/items/[client_secret]",
+    "/api/list/[client_secret]",
+    "/api/auth/[client_secret]",
+  ];
+  deepStrictEqual(new Set(paths("api.request")), new Set(lists));
+  deepStrictEqual(paths("api.renewal"), ["/api/auth/[client_secret]"]);
+  deepStrictEqual(paths("api.list"), lists);
+  equal(spans.filter((s) => s.name === "partner_api.list").length, 5);
+  equal(pages.length, 2);
+  const urls = pages.map((page) =>
+    new URL((page as { request: { url: string } }).request.url).pathname
+  );
+  deepStrictEqual(urls, [
+    "/api/list/[redacted]",
+    "/api/list/[client_secret]",
+  ]);
+});
