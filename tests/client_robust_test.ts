@@ -147,6 +147,45 @@ Deno.test("a fleet whose members' clocks differ: ten 401s to a member behind the
   );
 });
 
+Deno.test("a token endpoint that hands out the token the API refused again (it caches its tokens) is taken at its word: the call is retried with it, and calls after it cost no token request (each failed 'malformed' and spent one)", async () => {
+  let apiRequests = 0, refusing = false;
+  await using endpoint = serve((request) => {
+    if (new URL(request.url).pathname.endsWith("/token")) {
+      return Response.json({
+        access_token: "the-same-token-each-time",
+        token_type: "Bearer",
+        expires_in: 3600,
+      });
+    }
+    // A 401 once (a key the API had yet to learn), then the token is good.
+    return ++apiRequests === 1 || refusing
+      ? Response.json({ error: "invalid_token" }, { status: 401 })
+      : Response.json({ data: [] });
+  });
+  const environment = defineEnvironment({
+    baseUrl: endpoint.base,
+    pciBaseUrl: endpoint.base,
+    tokenUrl: `${endpoint.base}token`,
+    audience: "partner-api",
+  });
+  const client = createClient({
+    environment,
+    clientId: "id",
+    clientSecret: "secret-of-this-test",
+  });
+  for (let call = 0; call < 5; call++) {
+    equal(await statusOf(client.fetch("organizations")), 200);
+  }
+  equal(apiRequests, 6, "the first call retried once");
+  equal(endpoint.requests - apiRequests, 2, "one token, and one renewal");
+  // Refused for good: the hour's renewal is spent, so the 401s are answered as they are, at no token.
+  refusing = true;
+  for (let call = 0; call < 5; call++) {
+    equal(await statusOf(client.fetch("organizations")), 401);
+  }
+  equal(endpoint.requests - apiRequests, 2, "no token request more");
+});
+
 Deno.test("a revoked token is replaced once an hour, and calls recover", async () => {
   const clock = manualClock();
   await using api = await startFakePartnerApi({ now: clock });

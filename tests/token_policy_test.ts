@@ -316,6 +316,11 @@ Deno.test("unauthorizedVerdict() renews once an hour per fleet, and retries free
     "retry",
     "the fleet renewed this very token: its new one is on the way",
   );
+  // The renewal brought the same token back (an endpoint that caches its tokens): the hour decides (each 401 cost one).
+  const again = { accessToken: "t1", expiresAt: NOW + DAY + 1000 };
+  const held = { renewal, current: again, stored: again };
+  equal(unauthorizedVerdict(held, again, NOW + 1000), "keep", "same hour");
+  equal(unauthorizedVerdict(held, again, NOW + 3_600_000), "renew");
   equal(
     unauthorizedVerdict({ renewal, current: t2 }, t1, NOW + 1000),
     "retry",

@@ -130,7 +130,12 @@ export class CachingTokenProvider implements TokenProvider {
         const renewal = this.#local.readIn(known, "at", now);
         const mine = this.#cache.held?.token;
         const current = freshestToken(record?.token, mine, this.#rejected);
-        verdict = unauthorizedVerdict({ renewal, current }, refused, now);
+        const stored = record?.token;
+        verdict = unauthorizedVerdict(
+          { renewal, current, stored },
+          refused,
+          now,
+        );
         return verdict === "renew"
           ? renewedRecord(record, refused, this.#local.mark(now, now))
           : undefined;
@@ -227,8 +232,12 @@ export class CachingTokenProvider implements TokenProvider {
             return this.#blockedAt(now);
           },
         );
-        // A success forgets the failures before it.
+        // A success forgets the failures before it; the token the API refused, handed out again (an endpoint that
+        // caches tokens), is taken at the endpoint's word: refused, every call spent a request and failed.
         this.#failure = this.#otherWay = undefined;
+        if (token.accessToken === this.#rejected?.accessToken) {
+          this.#rejected = undefined;
+        }
         this.#cache.requested(token);
         // Without a store the token is kept as built: nothing copies it.
         const kept = !this.#store.present ? token : storableToken(token);

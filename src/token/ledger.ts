@@ -47,11 +47,13 @@ export function tokenFingerprint(accessToken: string): string {
  * retry with a fresh one) once per {@linkcode RENEWAL_WINDOW} fleet-wide; else `"keep"` (return the 401, keep it).
  */
 export function unauthorizedVerdict(
-  { renewal, current }: {
+  { renewal, current, stored }: {
     /** The fleet's last renewal (the store's record, or this provider's own). */
     readonly renewal?: TokenRenewal | undefined;
     /** The freshest token known (stored or cached), if any. */
     readonly current?: LedgerToken | undefined;
+    /** The token the record holds (the store's, or this provider's own), if any. */
+    readonly stored?: LedgerToken | undefined;
   },
   refused: LedgerToken,
   now: number,
@@ -66,9 +68,11 @@ export function unauthorizedVerdict(
   // on its way.
   const older = (refused.expiresAt ?? -Infinity) + FLEET_CLOCK_SLACK <
     renewal.expiresAt;
-  if (renewal.token === tokenFingerprint(refused.accessToken) || older) {
-    return "retry";
-  }
+  const renewed = renewal.token === tokenFingerprint(refused.accessToken);
+  // Unless the record holds this token again: its renewal brought it back (an endpoint that caches its tokens), and
+  // the hour's renewal is spent (else every 401 cost a token request).
+  const again = stored?.accessToken === refused.accessToken;
+  if ((renewed && !again) || older) return "retry";
   return onUnauthorized(renewal.at, now);
 }
 
