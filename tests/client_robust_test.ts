@@ -186,6 +186,51 @@ Deno.test("a token endpoint that hands out the token the API refused again (it c
   equal(endpoint.requests - apiRequests, 2, "no token request more");
 });
 
+Deno.test("a fleet sharing a store, behind a token endpoint that hands out the refused token again, spends one renewal on a 401 all its members meet at once (each member spent one: outside review r150 H3)", async () => {
+  let apiRequests = 0, refusing = 0;
+  await using endpoint = serve((request) => {
+    if (new URL(request.url).pathname.endsWith("/token")) {
+      return Response.json({
+        access_token: "the-same-token-each-time",
+        token_type: "Bearer",
+        expires_in: 3600,
+      });
+    }
+    apiRequests++;
+    return refusing-- > 0
+      ? Response.json({ error: "invalid_token" }, { status: 401 })
+      : Response.json({ data: [] });
+  });
+  const environment = defineEnvironment({
+    baseUrl: endpoint.base,
+    pciBaseUrl: endpoint.base,
+    tokenUrl: `${endpoint.base}token`,
+    audience: "partner-api",
+  });
+  const store = createMemoryTokenStore();
+  const credentials = { clientId: "id", clientSecret: "secret-of-this-test" };
+  const members = [1, 2, 3, 4, 5].map(() =>
+    createClient({
+      environment,
+      tokenProvider: createTokenProvider({
+        ...environment,
+        ...credentials,
+        store,
+      }),
+    })
+  );
+  const round = () =>
+    Promise.all(
+      members.map((client) => statusOf(client.fetch("organizations"))),
+    );
+  await round();
+  const tokens = endpoint.requests - apiRequests;
+  refusing = members.length; // the token is refused once to each member
+  await round();
+  await round();
+  equal(endpoint.requests - apiRequests - tokens, 1, "one renewal");
+});
+
 Deno.test("a revoked token is replaced once an hour, and calls recover", async () => {
   const clock = manualClock();
   await using api = await startFakePartnerApi({ now: clock });

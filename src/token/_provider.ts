@@ -24,6 +24,7 @@ import {
   type LedgerToken,
   ledgerToken,
   renewedRecord,
+  tokenFingerprint,
   unauthorizedVerdict,
 } from "./ledger.ts";
 import {
@@ -232,12 +233,8 @@ export class CachingTokenProvider implements TokenProvider {
             return this.#blockedAt(now);
           },
         );
-        // A success forgets the failures before it; the token the API refused, handed out again (an endpoint that
-        // caches tokens), is taken at the endpoint's word: refused, every call spent a request and failed.
+        // A success forgets the failures before it.
         this.#failure = this.#otherWay = undefined;
-        if (token.accessToken === this.#rejected?.accessToken) {
-          this.#rejected = undefined;
-        }
         this.#cache.requested(token);
         // Without a store the token is kept as built: nothing copies it.
         const kept = !this.#store.present ? token : storableToken(token);
@@ -307,6 +304,7 @@ export class CachingTokenProvider implements TokenProvider {
   }
 
   #takeRecord(stored: TokenRecord): void {
+    this.#reissued(stored);
     const now = this.#now();
     const record = this.#seenHere(stored, now);
     this.#otherWay = forWay(stored, this.#config.endpoint.way).otherWay;
@@ -348,6 +346,7 @@ export class CachingTokenProvider implements TokenProvider {
 
   /** Whether `record` answers the need, its block's and cooldown's end as this process's own read them (on its steady clock). */
   #answersNeed(stored: TokenRecord): boolean {
+    this.#reissued(stored);
     const now = this.#now();
     const record = this.#seenHere(stored, now);
     const blockedUntil = this.#local.read(record.blockedUntil, now);
@@ -358,6 +357,14 @@ export class CachingTokenProvider implements TokenProvider {
       this.#config.refreshMargin,
       this.#rejected?.accessToken,
     );
+  }
+
+  /** The token refused here, stored under the fleet's renewal of it, came back (an endpoint caching tokens): taken. */
+  #reissued({ token, renewal }: TokenRecord): void {
+    const refused = this.#rejected?.accessToken;
+    const back = refused !== undefined && token?.accessToken === refused &&
+      renewal?.token === tokenFingerprint(refused);
+    if (back) this.#rejected = undefined;
   }
 
   /** A stored record as this provider reads it: its own token's times as moved here, a cooldown of its way only. */
