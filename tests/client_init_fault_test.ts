@@ -73,3 +73,39 @@ Deno.test("an init fetch can send, with headers, a method and a stream body, is 
   equal(api.apiRequests, good.length);
   equal(api.tokenRequests, 1);
 });
+
+// Outside review r150 H4: the early refusal came before the token was known,
+// so the runtime's own words quoted the client's current access token whole
+// where the caller had put it in a header name or value (or an enum field).
+Deno.test("an init fetch cannot send that holds the client's access token is refused without showing it, before a token request or a slot", async () => {
+  await using api = await startFakePartnerApi();
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+  });
+  const { accessToken: token } = await client.tokenProvider.getToken();
+  const { clientSecret } = api.credentials;
+  const bad: RequestInit[] = [
+    { headers: { [`X ${token}`]: "1" } },
+    { headers: { "X-A": `${token}\u0000` } },
+    { headers: [["X-A", `${token}\u0000`]] },
+    { headers: [[`X ${token}`, "1"]] },
+    { headers: { "X-A": `${clientSecret}${token}\u0000` } },
+    { headers: { "X-A": `${token.toLowerCase()}\u0000` } },
+    { method: "POST", body: "x", headers: { [`X\t${token}`]: "1" } },
+    { mode: token as RequestMode },
+    { credentials: `${token}` as RequestCredentials },
+    { referrer: `http://a b/${token}` },
+  ];
+  for (const init of bad) {
+    const error = await client.fetch("organizations", init).catch((e) => e);
+    ok(error instanceof TypeError, String(error));
+    equal((error as TypeError & { option?: string }).option, "init");
+    const shown = `${error.message}\n${error.stack}\n${Deno.inspect(error)}`;
+    for (const secret of [token, clientSecret]) {
+      equal(shown.toLowerCase().includes(secret.toLowerCase()), false, shown);
+    }
+  }
+  equal(api.tokenRequests, 1);
+  equal(api.apiRequests, 0);
+});
