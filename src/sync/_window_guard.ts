@@ -63,9 +63,6 @@ type Ahead = {
   readonly more: number;
 };
 
-/** A window as the doubter sees it: its ids, and the state it leaves the pass in. */
-type Doubted = { ids: readonly string[]; state: { edge: SyncKey | null } };
-
 /** A window as the guard sees it: its ids, and the key it ends at (`ended`: the cycle's last). */
 type Passing = {
   readonly ids: readonly string[];
@@ -244,7 +241,7 @@ export async function holdsUnseen(guard: WindowGuard, window: Passing) {
 }
 
 /** Whether `ids` hold a row the pass went by unseen, or one of `rows` (unseen, ahead of it). */
-function holdsAny(
+export function holdsAny(
   { passed }: WindowGuard,
   ids: readonly string[],
   rows: readonly UnseenRow[],
@@ -254,41 +251,10 @@ function holdsAny(
 }
 
 /**
- * Doubts a sweep window once when its range passes rows the cycle has yet to see and it holds none: another list's
- * answer (a misrouted read), or every such row gone. Read again alike, it is taken (`retaken`), weighed twice by the
- * guard (else another list's read and its re-read weighed as one window). One that holds some of them is read again
- * until a read passes no row the reads before did not (a page that left items out, or repeated some: r148 F1).
- */
-export function doubter(guard: WindowGuard | undefined) {
-  let doubted: string | undefined;
-  const missed = new Set<string>();
-  return async ({ ids, state: { edge } }: Doubted) => {
-    if (guard === undefined || edge === null || ids.length === 0) return false;
-    // Exactly what the answer shows (one cut at the share is refused where the window commits).
-    const { rows, more, full } = await rowsAhead(guard, keyText(edge), ids);
-    if (holdsAny(guard, ids, rows)) {
-      const known = new Set([...ids, ...missed]);
-      const gone = rows.filter((row) => !known.has(row.id));
-      gone.forEach((row) => missed.add(row.id));
-      return !full && gone.length > 0;
-    }
-    const passes = rows.length + more; // none of them its own
-    // Only new items (back-dated since) are not doubted: read twice or thrice, a list gaining them fast outran the pass.
-    if (passes === 0) return false;
-    if (doubted !== ids[0]) return (doubted = ids[0], true);
-    // An answer cut at the share breaks the guard anyway, and may leave out the window's own rows (a mass delete before
-    // them): weighed twice, a refusal named every row of the copy (610 of 610, where 500 were gone).
-    if (!full) guard.doubled += passes;
-    guard.retaken = ids[0]!;
-    return false;
-  };
-}
-
-/**
  * The copy's unseen rows past where the pass stands, up to `upTo` (none behind it): enough to tell that a window of
  * `ids` breaks the guard (the share, and the window's own), never the whole copy.
  */
-async function rowsAhead(
+export async function rowsAhead(
   guard: WindowGuard,
   upTo: string | null,
   ids: readonly string[],

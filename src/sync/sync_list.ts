@@ -24,8 +24,8 @@ import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import type { SyncKey } from "./_window.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
 import { deletesRefused } from "./_deletes.ts";
+import { doubter } from "./_window_doubt.ts";
 import {
-  doubter,
   heldBack,
   holdsUnseen,
   skipsStart,

@@ -1,0 +1,46 @@
+// Internal: whether a sweep window is read again before the guard weighs it, over the copy's rows its range passes
+// unseen (`rowsAhead`): a window of another list, or a page that left out items the list holds.
+
+import type { SyncKey } from "./_window.ts";
+import { keyText } from "./_key_text.ts";
+import { holdsAny, rowsAhead, type WindowGuard } from "./_window_guard.ts";
+
+/** Reads of one window that each leave out a row the reads before did not, before it is taken (64 reads: r150 M1). */
+const MAX_READS = 3;
+
+/** A window as the doubter sees it: its ids, and the state it leaves the pass in. */
+type Doubted = { ids: readonly string[]; state: { edge: SyncKey | null } };
+
+/**
+ * Doubts a sweep window once when its range passes rows the cycle has yet to see and it holds none: another list's
+ * answer (a misrouted read), or every such row gone. Read again alike, it is taken (`retaken`), weighed twice by the
+ * guard (else another list's read and its re-read weighed as one window). One that holds some of them is read again
+ * until a read passes no row the reads before did not (a page that left items out, or repeated some: r148 F1), at most
+ * MAX_READS times in a row.
+ */
+export function doubter(guard: WindowGuard | undefined) {
+  let doubted: string | undefined, again = { place: "", reads: 0 };
+  const missed = new Set<string>();
+  return async ({ ids, state: { edge } }: Doubted) => {
+    if (guard === undefined || edge === null || ids.length === 0) return false;
+    // Exactly what the answer shows (one cut at the share is refused where the window commits).
+    const { rows, more, full } = await rowsAhead(guard, keyText(edge), ids);
+    if (holdsAny(guard, ids, rows)) {
+      const known = new Set([...ids, ...missed]);
+      const gone = rows.filter((row) => !known.has(row.id));
+      gone.forEach((row) => missed.add(row.id));
+      const place = keyText(edge);
+      again = { place, reads: again.place === place ? again.reads + 1 : 1 };
+      return !full && gone.length > 0 && again.reads < MAX_READS;
+    }
+    const passes = rows.length + more; // none of them its own
+    // Only new items (back-dated since) are not doubted: read twice or thrice, a list gaining them fast outran the pass.
+    if (passes === 0) return false;
+    if (doubted !== ids[0]) return (doubted = ids[0], true);
+    // An answer cut at the share breaks the guard anyway, and may leave out the window's own rows (a mass delete before
+    // them): weighed twice, a refusal named every row of the copy (610 of 610, where 500 were gone).
+    if (!full) guard.doubled += passes;
+    guard.retaken = ids[0]!;
+    return false;
+  };
+}
