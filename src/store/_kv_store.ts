@@ -103,11 +103,14 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   async set(key: string, record: TokenRecord): Promise<void> {
     // Read first: the version written must be newer than the one stored.
     await this.get(key).catch(() => {});
-    const sealed = await this.#seals.seal(key, record);
     const names = await this.#keysOf(key);
-    await unlocked(() =>
-      this.#kv.set(names.record, sealed, this.#expiry(record))
-    );
+    // Landed, its version counts as seen: a copy written back older is refused (outside review r150 M2).
+    await this.#seals.write(key, record, async (sealed) => {
+      await unlocked(() =>
+        this.#kv.set(names.record, sealed, this.#expiry(record))
+      );
+      return true;
+    });
   }
 
   /** Compare-and-set on the entry's versionstamp. */

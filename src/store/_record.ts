@@ -66,7 +66,7 @@ export async function openRecord(
 /**
  * One fleet store's seals: the key given, else one derived (HKDF) from each store key and its secret part. Each
  * write seals a version newer than any seen; an older record (a store rolled back, a record written back) is refused
- * once a newer one was seen here (read, or written by a compare-and-set that landed) before the read began: a
+ * once a newer one was seen here (read, or written by a write that landed) before the read began: a
  * process that saw none (started after) cannot tell.
  */
 export class RecordSeals {
@@ -80,17 +80,13 @@ export class RecordSeals {
   }
 
   /**
-   * `record` sealed one version past the highest seen, which stays as it is: that version is not stored yet. Raised
-   * here, a write that then lost its compare-and-set (or landed before a concurrent one sealing the next number) left
-   * the highest above the record stored, and open() refused that record as older: to update() and look the store read
-   * as empty, and providers sharing it renewed again (outside review r149 F1).
+   * `record` sealed one version past the highest seen, for `write`, which answers whether it landed (`true`; a plain
+   * write that did not throw, a compare-and-set that held): only then does its version count as seen. Raised before,
+   * a write that then lost its compare-and-set (or landed before a concurrent one sealing the next number) left the
+   * highest above the record stored, and open() refused that record as older: to update() and look the store read as
+   * empty, and providers sharing it renewed again (outside review r149 F1). Never raised, a set() v1 then v2 took v1
+   * written back (outside review r150 M2).
    */
-  async seal(key: string, record: TokenRecord): Promise<SealedRecord> {
-    const version = this.floor(key) + 1;
-    return await sealRecord(await this.#keys(key), key, record, version);
-  }
-
-  /** Seals `record` as seal() does for `write`, a compare-and-set: its version counts as seen once it landed (`true`). */
   async write(
     key: string,
     record: TokenRecord,

@@ -81,9 +81,12 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     const keys = await this.#keysOf(key);
     // Read first: the version written must be newer than the one stored.
     await this.get(key).catch(() => {});
-    const sealed = await this.#seals.seal(key, record);
-    const [value, lifetime] = this.#value(sealed, record);
-    await this.#send(["SET", keys.record, value, "PX", lifetime]);
+    // Landed, its version counts as seen: a copy written back older is refused (outside review r150 M2).
+    await this.#seals.write(key, record, async (sealed) => {
+      const [value, lifetime] = this.#value(sealed, record);
+      await this.#send(["SET", keys.record, value, "PX", lifetime]);
+      return true;
+    });
   }
 
   /** Compare-and-set on the value as read. */

@@ -2,6 +2,7 @@
 // r149 F1), against a real redis-server: tests/store_update_race_test.ts says
 // what is checked, there on the in-memory Deno KV.
 
+import { equal } from "node:assert/strict";
 import { createRedisTokenStore } from "../../src/store/redis.ts";
 import { checkStores } from "../_store_race.ts";
 import {
@@ -25,5 +26,34 @@ test("3 store objects on one Redis: concurrent update() calls are never handed u
     await checkStores(open, 3);
   } finally {
     for (const client of clients) client.close();
+  }
+});
+
+// Outside review r150 M2: tests/store_written_back_test.ts says what is
+// checked, there on the in-memory Deno KV.
+test("Redis: a record written by set(), then written back after a newer set(), is refused by the store object that wrote both", async () => {
+  await using redis = await startRedis();
+  const client = await connectRedis(redis.port);
+  try {
+    const store = createRedisTokenStore({
+      command: client.command,
+      prefix: "written-back",
+    });
+    await store.set("c", { blockedUntil: 1 });
+    const keys = await client.command(["KEYS", "*"]) as string[];
+    const v1 = await Promise.all(
+      keys.map(async (key) =>
+        [key, await client.command(["GET", key]) as string] as const
+      ),
+    );
+    await store.set("c", { blockedUntil: 2 });
+    for (const [key, value] of v1) {
+      await client.command(["SET", key, value]); // written back
+    }
+    equal(await store.get("c"), undefined, "v1 read back after v2");
+    await store.set("c", { blockedUntil: 3 });
+    equal((await store.get("c"))?.blockedUntil, 3);
+  } finally {
+    client.close();
   }
 });
