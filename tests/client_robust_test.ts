@@ -231,6 +231,40 @@ Deno.test("a fleet sharing a store, behind a token endpoint that hands out the r
   equal(endpoint.requests - apiRequests - tokens, 1, "one renewal");
 });
 
+Deno.test("a token endpoint that hands out the same token again with a lifetime of its own, once the first ran out, is taken with that lifetime (every call after the first lifetime spent a token request and failed 'malformed': outside review r150 H6)", async () => {
+  const clock = manualClock();
+  let tokenRequests = 0;
+  await using endpoint = serve((request) => {
+    if (new URL(request.url).pathname.endsWith("/token")) {
+      tokenRequests++;
+      return Response.json({
+        access_token: "the-same-token-each-time",
+        token_type: "Bearer",
+        expires_in: 600,
+      });
+    }
+    return Response.json({ data: [] });
+  });
+  const client = createClient({
+    environment: defineEnvironment({
+      baseUrl: endpoint.base,
+      pciBaseUrl: endpoint.base,
+      tokenUrl: `${endpoint.base}token`,
+      audience: "partner-api",
+    }),
+    clientId: "id",
+    clientSecret: "secret-of-this-test",
+    now: clock,
+  });
+  for (let lifetime = 1; lifetime <= 3; lifetime++) {
+    for (let call = 0; call < 3; call++) {
+      equal(await statusOf(client.fetch("organizations")), 200);
+    }
+    equal(tokenRequests, lifetime);
+    clock.advance(600_000);
+  }
+});
+
 Deno.test("a revoked token is replaced once an hour, and calls recover", async () => {
   const clock = manualClock();
   await using api = await startFakePartnerApi({ now: clock });

@@ -80,8 +80,11 @@ export function seenHere(
   cached: CachedToken | undefined,
 ): TokenRecord {
   const stored = record.token;
+  // The same issuance: a token handed out again (an endpoint that caches its tokens) comes with a lifetime of its own,
+  // which these times hid (every call after the first lifetime spent a request and failed 'malformed': r150 H6).
   const same = cached !== undefined && stored !== undefined &&
-    stored.accessToken === cached.token.accessToken;
+    stored.accessToken === cached.token.accessToken &&
+    stored.expiresAt === cached.token.expiresAt;
   if (!same || cached.expiresAt === stored.expiresAt) return record;
   // A plain copy: one built by issuedToken() keeps its access token out of a spread.
   const token = { ...storableToken(stored), expiresAt: cached.expiresAt };
