@@ -21,12 +21,7 @@ import {
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
 import { pathWithoutSecrets, withoutSecrets } from "../core/_option_secrets.ts";
-import {
-  MIN_REDACTED_LENGTH,
-  redact,
-  type Secret,
-  tokensNoted,
-} from "../core/_redact.ts";
+import { redact, type Secret, tokensNoted } from "../core/_redact.ts";
 import { requireSignal, tried, typeError } from "../core/_check.ts";
 import {
   cleanCause,
@@ -454,101 +449,23 @@ function initFault(
     const headers = withBearer(init.headers, accessToken);
     new Request(request.target, { ...init, headers, redirect: "manual" });
   } catch (error) {
-    const why = refusal(
-      String((error as Error | null)?.message),
-      init,
-      secrets,
-    );
+    const why = refusal(String((error as Error | null)?.message), secrets);
     return typeError(request.exchange.context, "init", SENDABLE, why);
   }
   return undefined;
 }
 
 /**
- * The runtime's words on an init it refused, without a credential and without what it quoted of the init that may be a
- * token: the refusal comes before the token is known (it costs none), and a header name or value, a method or an enum
- * field may hold the current one, pasted. Each run of 8 visible ASCII characters or more of the init's texts (a token
- * is visible ASCII; shorter values are not redacted anywhere) is shown as `[not shown]` where the message quotes it.
+ * The runtime's words on an init it refused, without a credential and without what they quote of the init: the refusal
+ * comes before the token is known (it costs none), and a header name or value, a method or an enum field may hold the
+ * current one, pasted (its words quoted it whole: r150 H4).
  */
-function refusal(
-  message: string,
-  init: RequestInit,
-  secrets: readonly Secret[],
-): string {
-  const pieces = new Set<string>();
-  for (const text of initTexts(init)) {
-    // As given, and with the credentials out (a token next to the secret is quoted next to its name).
-    for (const form of [text, ...redact(text, secrets).split(NAMED)]) {
-      for (const [run] of form.matchAll(LONG_RUN)) {
-        if (!KEYWORDS.has(run)) pieces.add(run.toLowerCase());
-      }
-    }
-  }
-  const clean = redact(message, secrets);
-  if (pieces.size === 0) return clean;
-  // Longest first: no shorter piece leaves part of a longer one. A run of the message is ASCII: lower case keeps its
-  // indices.
-  const sorted = [...pieces].sort((a, b) => b.length - a.length);
-  return clean.replace(LONG_RUN, (run) => {
-    for (const piece of sorted) {
-      const lower = run.toLowerCase();
-      let at = lower.indexOf(piece);
-      if (at === -1) continue;
-      let shown = "", from = 0;
-      for (; at !== -1; at = lower.indexOf(piece, from)) {
-        shown += `${run.slice(from, at)}${NOT_SHOWN}`;
-        from = at + piece.length;
-      }
-      run = shown + run.slice(from);
-    }
-    return run;
-  });
+function refusal(message: string, secrets: readonly Secret[]): string {
+  return redact(message, secrets).replace(QUOTED, "$1[not shown]$1");
 }
 
-/** The texts of an init a `Request` may quote: the method, header names and values, other fields (not the body). */
-function initTexts(init: RequestInit): string[] {
-  const texts: string[] = [];
-  const add = (value: unknown) => {
-    const text = tried(() => String(value)); // a Proxy's, a toString of the user's may throw
-    if (text !== undefined) texts.push(text);
-  };
-  tried(() => {
-    for (const key in init) {
-      if (key === "body" || key === "signal" || key === "headers") continue;
-      add((init as Record<string, unknown>)[key]);
-    }
-    const { headers } = init;
-    if (headers instanceof Headers || typeof headers !== "object") return; // a Headers is valid already
-    // Pairs (no other iterable: one read again may be spent), else a record's names and values.
-    const entries = Array.isArray(headers)
-      ? headers.filter((pair) => Array.isArray(pair))
-      : Object.entries(headers as object);
-    for (const pair of entries) pair.forEach(add);
-  });
-  return texts;
-}
-
-/** A run that may be a token (visible ASCII, at least as long as any value redacted). */
-const LONG_RUN = new RegExp(`[\\x21-\\x7e]{${MIN_REDACTED_LENGTH},}`, "g");
-/** What `redact` puts for a credential or a token. */
-const NAMED = /\[(?:redacted|client_secret|client_id|audience)\]/;
-const NOT_SHOWN = "[not shown]";
-/** The words of `RequestInit`'s enums (a mode `"navigate"` is quoted as the runtime's, never a token's). */
-const KEYWORDS = new Set([
-  "navigate",
-  "same-origin",
-  "no-referrer",
-  "no-referrer-when-downgrade",
-  "origin-when-cross-origin",
-  "strict-origin",
-  "strict-origin-when-cross-origin",
-  "unsafe-url",
-  "no-store",
-  "no-cache",
-  "force-cache",
-  "only-if-cached",
-  "about:client",
-]);
+/** A quoted run of the runtime's words (a header, a method, an enum value). */
+const QUOTED = /(["'`])(?:(?!\1)[^\n])*\1/g;
 
 const SENDABLE = "must be a RequestInit fetch can send";
 const NO_TOKEN =
