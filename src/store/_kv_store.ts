@@ -100,16 +100,18 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     return await this.#open(key, entry.value, floor);
   }
 
-  async set(key: string, record: TokenRecord): Promise<void> {
-    // Read first: the version written must be newer than the one stored.
-    await this.get(key).catch(() => {});
-    const names = await this.#keysOf(key);
-    // Landed, its version counts as seen: a copy written back older is refused (outside review r150 M2).
-    await this.#seals.write(key, record, async (sealed) => {
-      await unlocked(() =>
-        this.#kv.set(names.record, sealed, this.#expiry(record))
-      );
-      return true;
+  set(key: string, record: TokenRecord): Promise<void> {
+    return this.#seals.inTurn(key, async () => {
+      // Read first: the version written must be newer than the one stored.
+      await this.get(key).catch(() => {});
+      const names = await this.#keysOf(key);
+      // Landed, its version counts as seen: a copy written back older is refused (outside review r150 M2).
+      await this.#seals.write(key, record, async (sealed) => {
+        await unlocked(() =>
+          this.#kv.set(names.record, sealed, this.#expiry(record))
+        );
+        return true;
+      });
     });
   }
 

@@ -72,6 +72,7 @@ export async function openRecord(
 export class RecordSeals {
   readonly #keys: (key: string) => Promise<CryptoKey>;
   readonly #highest = new Map<string, number>();
+  readonly #turns = new Map<string, Promise<unknown>>();
 
   constructor(given: CryptoKey | undefined) {
     this.#keys = given === undefined
@@ -98,6 +99,17 @@ export class RecordSeals {
     // A newer one read meanwhile stays the highest.
     if (landed && version > this.floor(key)) this.#highest.set(key, version);
     return landed;
+  }
+
+  /**
+   * `step` once this store object's steps before it for `key` settled: its plain writes land in the order they sealed.
+   * Concurrent, a set() that read an older version landed after one that sealed the next, so the record stored was
+   * older than the highest this object had seen, and it read its own record as absent (a flaky race test).
+   */
+  inTurn<R>(key: string, step: () => Promise<R>): Promise<R> {
+    const turn = (this.#turns.get(key) ?? Promise.resolve()).then(step, step);
+    this.#turns.set(key, turn.catch(() => {}));
+    return turn;
   }
 
   /** The highest version of `key` seen so far: what a read takes before it asks the store, for open(). */

@@ -77,15 +77,17 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     return await this.#decode(key, await this.#read(record), floor);
   }
 
-  async set(key: string, record: TokenRecord): Promise<void> {
-    const keys = await this.#keysOf(key);
-    // Read first: the version written must be newer than the one stored.
-    await this.get(key).catch(() => {});
-    // Landed, its version counts as seen: a copy written back older is refused (outside review r150 M2).
-    await this.#seals.write(key, record, async (sealed) => {
-      const [value, lifetime] = this.#value(sealed, record);
-      await this.#send(["SET", keys.record, value, "PX", lifetime]);
-      return true;
+  set(key: string, record: TokenRecord): Promise<void> {
+    return this.#seals.inTurn(key, async () => {
+      const keys = await this.#keysOf(key);
+      // Read first: the version written must be newer than the one stored.
+      await this.get(key).catch(() => {});
+      // Landed, its version counts as seen: a copy written back older is refused (outside review r150 M2).
+      await this.#seals.write(key, record, async (sealed) => {
+        const [value, lifetime] = this.#value(sealed, record);
+        await this.#send(["SET", keys.record, value, "PX", lifetime]);
+        return true;
+      });
     });
   }
 
