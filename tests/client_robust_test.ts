@@ -147,18 +147,23 @@ Deno.test("a fleet whose members' clocks differ: ten 401s to a member behind the
   );
 });
 
-Deno.test("a token endpoint that hands out the token the API refused again (it caches its tokens) is taken at its word: the call is retried with it, and calls after it cost no token request (each failed 'malformed' and spent one)", async () => {
-  let apiRequests = 0, refusing = false;
-  await using endpoint = serve((request) => {
+/**
+ * A token endpoint that hands out the same token each time (it caches its tokens), `expires_in` seconds long, beside
+ * an API that answers 401 while `refuses()` says so; counts of both, and its environment.
+ */
+function cachingEndpoint(refuses: () => boolean, expiresIn = 3600) {
+  const counts = { token: 0, api: 0 };
+  const endpoint = serve((request) => {
     if (new URL(request.url).pathname.endsWith("/token")) {
+      counts.token++;
       return Response.json({
         access_token: "the-same-token-each-time",
         token_type: "Bearer",
-        expires_in: 3600,
+        expires_in: expiresIn,
       });
     }
-    // A 401 once (a key the API had yet to learn), then the token is good.
-    return ++apiRequests === 1 || refusing
+    counts.api++;
+    return refuses()
       ? Response.json({ error: "invalid_token" }, { status: 401 })
       : Response.json({ data: [] });
   });
@@ -168,47 +173,38 @@ Deno.test("a token endpoint that hands out the token the API refused again (it c
     tokenUrl: `${endpoint.base}token`,
     audience: "partner-api",
   });
-  const client = createClient({
-    environment,
-    clientId: "id",
-    clientSecret: "secret-of-this-test",
-  });
+  const credentials = { clientId: "id", clientSecret: "secret-of-this-test" };
+  return { endpoint, counts, environment, credentials };
+}
+
+Deno.test("a token endpoint that hands out the token the API refused again (it caches its tokens) is taken at its word: the call is retried with it, and calls after it cost no token request (each failed 'malformed' and spent one)", async () => {
+  let refusing = false;
+  // A 401 once (a key the API had yet to learn), then the token is good.
+  const { endpoint, counts, environment, credentials } = cachingEndpoint(() =>
+    counts.api === 1 || refusing
+  );
+  await using _ = endpoint;
+  const client = createClient({ environment, ...credentials });
   for (let call = 0; call < 5; call++) {
     equal(await statusOf(client.fetch("organizations")), 200);
   }
-  equal(apiRequests, 6, "the first call retried once");
-  equal(endpoint.requests - apiRequests, 2, "one token, and one renewal");
+  equal(counts.api, 6, "the first call retried once");
+  equal(counts.token, 2, "one token, and one renewal");
   // Refused for good: the hour's renewal is spent, so the 401s are answered as they are, at no token.
   refusing = true;
   for (let call = 0; call < 5; call++) {
     equal(await statusOf(client.fetch("organizations")), 401);
   }
-  equal(endpoint.requests - apiRequests, 2, "no token request more");
+  equal(counts.token, 2, "no token request more");
 });
 
 Deno.test("a fleet sharing a store, behind a token endpoint that hands out the refused token again, spends one renewal on a 401 all its members meet at once (each member spent one: outside review r150 H3)", async () => {
-  let apiRequests = 0, refusing = 0;
-  await using endpoint = serve((request) => {
-    if (new URL(request.url).pathname.endsWith("/token")) {
-      return Response.json({
-        access_token: "the-same-token-each-time",
-        token_type: "Bearer",
-        expires_in: 3600,
-      });
-    }
-    apiRequests++;
-    return refusing-- > 0
-      ? Response.json({ error: "invalid_token" }, { status: 401 })
-      : Response.json({ data: [] });
-  });
-  const environment = defineEnvironment({
-    baseUrl: endpoint.base,
-    pciBaseUrl: endpoint.base,
-    tokenUrl: `${endpoint.base}token`,
-    audience: "partner-api",
-  });
+  let refusing = 0;
+  const { endpoint, counts, environment, credentials } = cachingEndpoint(() =>
+    refusing-- > 0
+  );
+  await using _ = endpoint;
   const store = createMemoryTokenStore();
-  const credentials = { clientId: "id", clientSecret: "secret-of-this-test" };
   const members = [1, 2, 3, 4, 5].map(() =>
     createClient({
       environment,
@@ -224,43 +220,26 @@ Deno.test("a fleet sharing a store, behind a token endpoint that hands out the r
       members.map((client) => statusOf(client.fetch("organizations"))),
     );
   await round();
-  const tokens = endpoint.requests - apiRequests;
+  const tokens = counts.token;
   refusing = members.length; // the token is refused once to each member
   await round();
   await round();
-  equal(endpoint.requests - apiRequests - tokens, 1, "one renewal");
+  equal(counts.token - tokens, 1, "one renewal");
 });
 
 Deno.test("a token endpoint that hands out the same token again with a lifetime of its own, once the first ran out, is taken with that lifetime (every call after the first lifetime spent a token request and failed 'malformed': outside review r150 H6)", async () => {
   const clock = manualClock();
-  let tokenRequests = 0;
-  await using endpoint = serve((request) => {
-    if (new URL(request.url).pathname.endsWith("/token")) {
-      tokenRequests++;
-      return Response.json({
-        access_token: "the-same-token-each-time",
-        token_type: "Bearer",
-        expires_in: 600,
-      });
-    }
-    return Response.json({ data: [] });
-  });
-  const client = createClient({
-    environment: defineEnvironment({
-      baseUrl: endpoint.base,
-      pciBaseUrl: endpoint.base,
-      tokenUrl: `${endpoint.base}token`,
-      audience: "partner-api",
-    }),
-    clientId: "id",
-    clientSecret: "secret-of-this-test",
-    now: clock,
-  });
+  const { endpoint, counts, environment, credentials } = cachingEndpoint(
+    () => false,
+    600,
+  );
+  await using _ = endpoint;
+  const client = createClient({ environment, ...credentials, now: clock });
   for (let lifetime = 1; lifetime <= 3; lifetime++) {
     for (let call = 0; call < 3; call++) {
       equal(await statusOf(client.fetch("organizations")), 200);
     }
-    equal(tokenRequests, lifetime);
+    equal(counts.token, lifetime);
     clock.advance(600_000);
   }
 });
