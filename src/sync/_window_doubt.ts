@@ -24,12 +24,12 @@ export function doubter(guard: WindowGuard | undefined) {
   return async ({ ids, state: { edge } }: Doubted) => {
     if (guard === undefined || edge === null || ids.length === 0) return false;
     // Exactly what the answer shows (one cut at the share is refused where the window commits).
-    const { rows, more, full } = await rowsAhead(guard, keyText(edge), ids);
+    const place = keyText(edge);
+    const { rows, more, full } = await rowsAhead(guard, place, ids);
     if (holdsAny(guard, ids, rows)) {
       const known = new Set([...ids, ...missed]);
       const gone = rows.filter((row) => !known.has(row.id));
       gone.forEach((row) => missed.add(row.id));
-      const place = keyText(edge);
       again = { place, reads: again.place === place ? again.reads + 1 : 1 };
       return !full && gone.length > 0 && again.reads < MAX_READS;
     }
