@@ -2,6 +2,7 @@
 
 import { checkNumber, requireOptions, typeError } from "../core/_check.ts";
 import {
+  amountOf,
   id,
   type Item,
   itemOf,
@@ -10,7 +11,6 @@ import {
   orderOf,
   pick,
   seededRandom,
-  transaction,
 } from "./_list_data.ts";
 import type { FakeChurn } from "./fake_options.ts";
 
@@ -56,7 +56,7 @@ export function churner(
         revision: Number(item.revision ?? 0) + 1,
         updatedAt: new Date(at).toISOString(),
         ...(resource.name === "transactions"
-          ? { amount: Math.round(random() * 100_000) / 100 }
+          ? { amount: amountOf(random) }
           : {}),
       }));
   };
@@ -74,21 +74,19 @@ export function appendItems(
     (at, item) => Math.max(at, Date.parse(String(item.creationDate)) + 1000),
     now,
   );
-  // Transactions are made whole below: a copied item is an organization or a cardholder.
   const prefix = resource.name === "organizations" ? "org" : "ch";
   for (let i = 0; i < count; i++, newest += 1000) {
     const n = ++resource.serial;
     const creationDate = new Date(newest).toISOString();
-    // Another list's new item is shaped as one it holds; in an empty one, as its first would be drawn.
-    const model = resource.name === "transactions"
-      ? transaction(n, creationDate, random)
-      : resource.items.length === 0
-      ? itemOf(resource.name, n, random, () => creationDate)
-      : {
-        ...pick(random, resource.items),
-        [resource.idField]: id(prefix, n),
-        creationDate,
-      };
+    // A new transaction is drawn whole; another list's is shaped as one it holds (in an empty one, as its first was).
+    const model =
+      resource.name === "transactions" || resource.items.length === 0
+        ? itemOf(resource.name, n, random, () => creationDate)
+        : {
+          ...pick(random, resource.items),
+          [resource.idField]: id(prefix, n),
+          creationDate,
+        };
     insertItem(resource, model);
   }
 }

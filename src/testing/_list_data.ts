@@ -98,22 +98,18 @@ const SHAPES = [
 export function generateLists(sizes: ListSizes, seed: number, now: number) {
   // As drawn, each item's `creationDate` is its place in the date range.
   const random = seededRandom(seed);
-  const draw = (length: number, item: (n: number) => Item) =>
-    Array.from({ length }, (_, i) => item(i + 1));
   const dated = () => offset(random);
-  const organizations = draw(
-    sizes.organizations,
-    (n) => itemOf("organizations", n, random, dated),
-  );
-  const cardholders = draw(
-    sizes.cardholders,
-    (n) => itemOf("cardholders", n, random, dated, sizes.organizations),
-  );
-  const transactions = draw(
-    sizes.transactions,
-    (n) => transaction(n, offset(random), random),
-  );
-  const drawn = { organizations, cardholders, transactions };
+  const draw = (name: keyof ListSizes) =>
+    Array.from(
+      { length: sizes[name] },
+      (_, n) => itemOf(name, n + 1, random, dated, sizes.organizations),
+    );
+  // Drawn in this order, not SHAPES': a seed's lists stay as they were.
+  const drawn = {
+    organizations: draw("organizations"),
+    cardholders: draw("cardholders"),
+    transactions: draw("transactions"),
+  };
   return new Map(SHAPES.map((shape): [string, ListResource] => {
     const items = drawn[shape.name];
     return [shape.name, {
@@ -127,8 +123,8 @@ export function generateLists(sizes: ListSizes, seed: number, now: number) {
 }
 
 /**
- * Item `n` of list `name` (`organizations` or `cardholders`), its words drawn from `random`, then its date from `date`
- * (in that order: a seed's lists stay as they were); a cardholder belongs to one of `organizations`.
+ * Item `n` of list `name`, its words drawn from `random` before its date from `date` (a seed's lists stay as they
+ * were); a cardholder belongs to one of `organizations`.
  */
 export function itemOf(
   name: string,
@@ -137,6 +133,15 @@ export function itemOf(
   date: () => Item["creationDate"],
   organizations = 1,
 ): Item {
+  if (name === "transactions") {
+    return {
+      transactionID: id("tx", n),
+      creationDate: date(),
+      amount: amountOf(random),
+      currency: "EUR",
+      organizationID: id("org", 1),
+    };
+  }
   if (name === "organizations") {
     const company = `${pick(random, COMPANY_WORDS)} ${
       pick(random, COMPANY_KINDS)
@@ -155,18 +160,9 @@ export function itemOf(
   };
 }
 
-export function transaction(
-  n: number,
-  creationDate: Item["creationDate"],
-  random: () => number,
-): Item {
-  return {
-    transactionID: id("tx", n),
-    creationDate,
-    amount: Math.round(random() * 100_000) / 100,
-    currency: "EUR",
-    organizationID: id("org", 1),
-  };
+/** A transaction's amount in EUR, to the cent: one draw of `random`. */
+export function amountOf(random: () => number): number {
+  return Math.round(random() * 100_000) / 100;
 }
 
 /** A query the service refuses, with the reason for its 400. */
