@@ -10,7 +10,7 @@ import { fieldsOf } from "../core/_check.ts";
 import { json, oauthError, randomText } from "./_fake_http.ts";
 import type { FakeCredentials } from "./fake_options.ts";
 
-export interface TokenEndpointSetup extends FakeCredentials {
+interface TokenEndpointSetup extends FakeCredentials {
   readonly lifetime: number;
   readonly quota: ReturnType<typeof quotaCounter>;
   readonly now: () => number;

@@ -177,11 +177,9 @@ export async function startFakePartnerApi(
       service.close();
       await Promise.all([main.shutdown(), pci.shutdown()]);
     })();
-  // Every control of the service as it is (its counts are getters), not its serving parts.
-  const controls = Object.getOwnPropertyDescriptors(service);
-  for (const part of ["handle", "handlePci", "environmentAt", "close"]) {
-    delete controls[part];
-  }
+  // Every control of the service as it is (its counts are getters), not its serving parts; `close` is replaced.
+  const { handle: _, handlePci: _pci, environmentAt: _at, ...controls } = Object
+    .getOwnPropertyDescriptors(service);
   const api = Object.defineProperties({ environment }, controls);
   return Object.assign(api as FakePartnerApi, {
     close,
