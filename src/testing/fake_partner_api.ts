@@ -102,9 +102,6 @@ export interface FakePartnerApi extends FakeControls, AsyncDisposable {
 
 const CONTEXT = "Cannot start fake partner API";
 
-/** How an origin of the fake answers. */
-type Handler = (request: Request) => Promise<Response>;
-
 /**
  * Starts a fake of the partner service on 127.0.0.1. Its token endpoint validates requests like the
  * real one (400 `invalid_request` for a bad body or grant type, 401 `access_denied` for wrong
@@ -139,24 +136,26 @@ export async function startFakePartnerApi(
     "is served with Deno.serve (startFakePartnerApi runs on Deno only; elsewhere serve createFakePartnerService()'s handle and handlePci on a server of yours, e.g. node:http)",
   );
   requireOptions(options, CONTEXT);
-  const port = (name: "port" | "pciPort") =>
-    checkAtMost(
-      checkNumber(options[name], 0, "non-negative integer", CONTEXT, name),
-      65_535,
-      CONTEXT,
-      name,
-    );
-  // Both checked before either serves: a refused one leaves no server running.
-  const ports = { main: port("port"), pci: port("pciPort") };
-  requireFunction(options.onRequest, CONTEXT, "onRequest");
+  const ports = portsOf(options);
+  const onRequest = requireFunction(options.onRequest, CONTEXT, "onRequest");
   const service = createFakePartnerService(options);
-  const serve = (at: number, handle: Handler) =>
-    Deno.serve({
-      hostname: "127.0.0.1",
-      port: at,
-      onListen: () => {},
-      onError: () => json(500, { error: "server_error" }),
-    }, logged(handle, service, options.onRequest));
+  const serve = (port: number, handle: typeof service.handle) =>
+    Deno.serve(
+      {
+        hostname: "127.0.0.1",
+        port,
+        onListen: () => {},
+        onError: () => json(500, { error: "server_error" }),
+      },
+      !onRequest ? handle : async (request) => {
+        const response = await handle(request);
+        const { method, url } = request;
+        const { tokenRequests } = service;
+        const path = new URL(url).pathname;
+        onRequest({ method, path, status: response.status, tokenRequests });
+        return response;
+      },
+    );
   const main = serve(ports.main, service.handle);
   let pci: ReturnType<typeof serve>;
   try {
@@ -187,21 +186,14 @@ export async function startFakePartnerApi(
   });
 }
 
-/** `handle`, telling `onRequest` of each answer when it is given. */
-function logged(
-  handle: Handler,
-  service: { readonly tokenRequests: number },
-  onRequest: ((answered: FakeRequestLog) => void) | undefined,
-): Handler {
-  if (onRequest === undefined) return handle;
-  return async (request) => {
-    const response = await handle(request);
-    onRequest({
-      method: request.method,
-      path: new URL(request.url).pathname,
-      status: response.status,
-      tokenRequests: service.tokenRequests,
-    });
-    return response;
-  };
+/** The two ports, both checked before either serves: a refused one leaves no server running. */
+function portsOf(options: FakePartnerApiOptions) {
+  const port = (name: "port" | "pciPort") =>
+    checkAtMost(
+      checkNumber(options[name], 0, "non-negative integer", CONTEXT, name),
+      65_535,
+      CONTEXT,
+      name,
+    );
+  return { main: port("port"), pci: port("pciPort") };
 }
