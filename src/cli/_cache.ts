@@ -13,7 +13,7 @@ import { tried } from "../core/_check.ts";
  */
 export function openCache(
   clientSecret: string,
-  notify: (line: string) => void,
+  onNotice: (line: string) => void,
   now: () => number = Date.now,
 ) {
   const folder = cacheFolder();
@@ -25,14 +25,9 @@ export function openCache(
   }
   const refusal = notOwnFolder(folder);
   if (refusal !== undefined) throw new UsageError(refusal);
+  // The run's clock, as its provider's: the lock is stamped and judged by it.
   return {
-    // The run's clock, as its provider's: the lock is stamped and judged by it.
-    store: createFileTokenStore({
-      folder,
-      clientSecret,
-      onNotice: notify,
-      now,
-    }),
+    store: createFileTokenStore({ folder, clientSecret, onNotice, now }),
   };
 }
 
@@ -42,7 +37,7 @@ export function openCache(
  * by nobody else, or another local user could read or plant the token files, or hold their lock. A file in its place
  * is refused too: no token could be kept.
  */
-export function notOwnFolder(folder: string): string | undefined {
+function notOwnFolder(folder: string): string | undefined {
   // It exists (checked below), or cannot be made.
   tried(() => Deno.mkdirSync(folder, { recursive: true, mode: 0o700 }));
   const info = tried(() => Deno.lstatSync(folder));

@@ -57,7 +57,7 @@ export async function runList(
     : undefined;
   // On one terminal, the progress line is erased before output, and before any other stderr line (--verbose).
   const shared = io.stdout.isTerminal;
-  if (progress) session.status.clear = () => progress.clear();
+  if (progress) session.status.clear = progress.clear;
   const ctrlC = onCtrlC(io);
   const options = { ...request.options, signal: ctrlC.signal };
   // With --fields, a typo is a usage error, not a column of nothing: checked on the first page with items, before output.

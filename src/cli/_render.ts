@@ -58,30 +58,23 @@ export function layOut(
   };
 }
 
-function line(layout: Layout, values: readonly string[]): string {
-  return values.map((value, i) =>
-    layout.numeric[i]
-      ? value.padStart(layout.widths[i]!)
-      : value.padEnd(layout.widths[i]!)
-  ).join("  ").trimEnd() + "\n";
-}
-
-/** One row of a table laid out; a cell wider than its column is cut. */
+/** One row of a table laid out (numbers align right); a cell wider than its column is cut. */
 export function row(layout: Layout, item: Record<string, unknown>): string {
-  const values = layout.columns.map((column, i) =>
-    cut(cell(item[column]), layout.widths[i]!)
-  );
-  return line(layout, values);
+  return layout.columns.map((column, i) => {
+    const width = layout.widths[i]!;
+    const text = cut(cell(item[column]), width);
+    return layout.numeric[i] ? text.padStart(width) : text.padEnd(width);
+  }).join("  ").trimEnd() + "\n";
 }
 
-/** Lays rows out as a table with a header; numbers align right. */
+/** Lays rows out as a table under a header of the column names. */
 export function table(
   columns: readonly string[],
   rows: readonly Record<string, unknown>[],
 ): string {
   const layout = layOut(columns, rows);
-  return line(layout, columns.map(cell)) +
-    rows.map((item) => row(layout, item)).join("");
+  const header = Object.fromEntries(columns.map((column) => [column, column]));
+  return [header, ...rows].map((item) => row(layout, item)).join("");
 }
 
 /** A bucket as a small gauge: `per_hour  ████████░░  8/10 left, resets in 59 min`. */

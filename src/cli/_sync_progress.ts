@@ -16,7 +16,7 @@ import { counted, itemsPerSecond, statusLine } from "./_render.ts";
 const SHOWN_HOLD = 1000;
 
 /** What the run sent, as its limiter counts it for the run's priority. */
-export type RateState = ReturnType<typeof rateState>;
+type RateState = ReturnType<typeof rateState>;
 
 /**
  * An empty state for a run of `priority` under `limit`: the share it counts against is the one the
@@ -62,7 +62,7 @@ export function progressLine(
   out: Session["io"]["stderr"],
   now: () => number,
   started: number,
-  priority: RatePriority | undefined = "low",
+  priority?: RatePriority,
 ) {
   let holding = false;
   let lastLine = started;

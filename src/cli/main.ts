@@ -1,11 +1,7 @@
 // The command-line tool (public through ./cli): `main` plans a command line, carries it out, reports a failure in one
 // line; and the process it runs in as a program.
 
-import {
-  escapeControls,
-  MIN_REDACTED_LENGTH,
-  redact,
-} from "../core/_redact.ts";
+import { escapeControls, redact, redactable } from "../core/_redact.ts";
 import { requireDeno, tried } from "../core/_check.ts";
 import { VERSION } from "../core/_version.ts";
 import { type Plan, plan } from "./_plan.ts";
@@ -114,7 +110,7 @@ function reportFailure(error: unknown, run: RunIo, verbose: boolean): number {
   // A short secret ("secret") is in the tool's own words: the library has already kept it out of the server's.
   const secret = read(CONFIG_VARIABLES.clientSecret);
   const credentials = {
-    secret: secret.length < MIN_REDACTED_LENGTH ? "" : secret,
+    secret: redactable(secret) ? secret : "",
     clientId: read(CONFIG_VARIABLES.clientId),
     audience: read(CONFIG_VARIABLES.audience),
   };
