@@ -6,9 +6,9 @@ import { formEncode } from "./_encoding.ts";
 import {
   BASE64_RUN,
   holdsRun,
-  MIN_REDACTED_LENGTH,
   readings,
   redact,
+  redactable,
   redactInPlace,
   type Secret,
 } from "./_redact.ts";
@@ -28,11 +28,11 @@ export function secretOutOfChecks<T>(secret: unknown, check: () => T): T {
     if (typeof secret !== "string") throw error;
     const held = holderOf(secret);
     // The echo of the value; where the option's own name holds it (a key of the user's), the text goes whole.
-    const clean = (text: string) => {
+    throw redactInPlace(error, (text) => {
+      if (!held(text)) return text;
       const echo = text.replace(/: received [^\n]*/, SECRET_RECEIVED);
       return held(echo) ? SECRET_IN_OPTIONS : echo;
-    };
-    throw redactInPlace(error, (text) => held(text) ? clean(text) : text);
+    });
   }
 }
 
@@ -44,19 +44,12 @@ export function secretOutOfChecks<T>(secret: unknown, check: () => T): T {
  */
 export function withoutSecrets<E>(error: E, secrets: readonly Secret[]): E {
   const values = secrets.map(secretOnly)
-    .filter((s) =>
-      (typeof s === "string" ? s : s.secret).trim().length >=
-        MIN_REDACTED_LENGTH
-    );
-  const secret = secrets.find((s) => typeof s === "object")?.secret;
-  const held = secret === undefined ? undefined : holderOf(secret);
+    .filter((s) => redactable(typeof s === "string" ? s : s.secret));
+  const held = secretHeld(secrets);
   return redactInPlace(error, (text) => {
     const clean = redact(text, values);
-    return held?.(clean)
-      ? clean.replace(
-        PATHS,
-        (_, origin = "") => `${origin}${NOT_SHOWN}`,
-      )
+    return held(clean)
+      ? clean.replace(PATHS, (_, origin = "") => origin + NOT_SHOWN)
       : clean;
   }) as E;
 }
@@ -71,11 +64,15 @@ export function pathWithoutSecrets(
   secrets: readonly Secret[],
 ): string {
   const clean = withoutSecrets(path, secrets);
-  const secret = secrets.find((s) => typeof s === "object")?.secret;
-  if (secret === undefined || !path.startsWith("/")) return clean;
-  return holderOf(secret)(clean) ? NOT_SHOWN : clean;
+  return path.startsWith("/") && secretHeld(secrets)(clean) ? NOT_SHOWN : clean;
 }
 const NOT_SHOWN = "/[not shown: it held the client secret]";
+
+/** {@linkcode holderOf} the client secret among `secrets`; none: nothing holds it. */
+function secretHeld(secrets: readonly Secret[]): (text: string) => boolean {
+  const secret = secrets.find((s) => typeof s === "object")?.secret;
+  return secret === undefined ? () => false : holderOf(secret);
+}
 
 /** An http(s) address's path and query, to the next space (a `)` or `:` may be the secret's); a list's `no list at /x`,
  * to the `: ` that ends it. */
@@ -109,10 +106,7 @@ function holderOf(secret: string): (text: string) => boolean {
   const forms = new Set([...whole, ...addressForms(secret)]);
   // A secret of 8 to 11 characters has no run: its whole forms of 8 or more are looked for (a piece, or a shorter form
   // as `%41%42` decodes, would match other text: a host of the secret's, a base's too).
-  const long = secret.trim().length >= MIN_REDACTED_LENGTH;
-  const wholes = long
-    ? whole.filter((form) => form.trim().length >= MIN_REDACTED_LENGTH)
-    : [];
+  const wholes = redactable(secret) ? whole.filter(redactable) : [];
   const holds = (text: string) =>
     [...forms].some((form) => holdsRun(text, form)) ||
     wholes.some((form) => text.toLowerCase().includes(form.toLowerCase()));

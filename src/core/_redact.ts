@@ -36,6 +36,9 @@ export type Secret =
 
 /** Client ids and audiences shorter than this are not redacted (an audience "api" would cut every word). */
 export const MIN_REDACTED_LENGTH = 8;
+/** Whether `value`, trimmed, is long enough to be redacted ({@linkcode MIN_REDACTED_LENGTH}). */
+export const redactable = (value: string): boolean =>
+  value.trim().length >= MIN_REDACTED_LENGTH;
 
 /** Runs of this many characters of a secret make a server text unusable. */
 const SECRET_RUN = 12;
@@ -70,9 +73,8 @@ function redactorOf(given: Secret): Redactor {
   const values: [string, string, string?][] = [
     ["[client_secret]", secret, clientId],
   ];
-  const long = (value: string) => value.trim().length >= MIN_REDACTED_LENGTH;
-  if (long(clientId)) values.push(["[client_id]", clientId]);
-  if (long(audience)) values.push(["[audience]", audience]);
+  if (redactable(clientId)) values.push(["[client_id]", clientId]);
+  if (redactable(audience)) values.push(["[audience]", audience]);
   const made = redactor(values);
   redactors.set(given, made);
   return made;
