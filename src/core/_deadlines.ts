@@ -3,20 +3,16 @@
 import { MAX_TIMER_MS } from "./_check.ts";
 
 /**
- * Time limits shared by the attempts that start within one short window (a tenth of the limit, at most a second): an
- * attempt gets its limit, and at most a window more. One `globalThis.setTimeout` per window, looked up when set and due
- * by the injected clock, cleared after {@linkcode QUIET_TURNS} empty microtask turns, which run before any timer or
- * I/O. Why: docs/performance.md.
+ * Time limits shared by the attempts that start within one short window (a tenth of the limit, at most a second): each
+ * gets its limit, and at most a window more. One `globalThis.setTimeout` per window, looked up when set, due by the
+ * injected clock, cleared after {@linkcode QUIET_TURNS} empty microtask turns (run before any timer or I/O). Why:
+ * docs/performance.md.
  */
 export class SharedDeadlines implements AttemptLimits {
-  readonly ms: number;
-  readonly #width: number;
   readonly #now: () => number;
   #current: Window | undefined;
 
-  constructor(ms: number, now: () => number = Date.now) {
-    this.ms = ms;
-    this.#width = Math.min(1000, Math.max(1, Math.round(ms / 10)));
+  constructor(readonly ms: number, now: () => number = Date.now) {
     this.#now = now;
   }
 
@@ -24,7 +20,7 @@ export class SharedDeadlines implements AttemptLimits {
     const now = this.#now();
     let window = this.#current;
     if (window === undefined || !window.takes(now)) {
-      window = this.#current = new Window(this.ms, now, this.#width);
+      window = this.#current = new Window(this.ms, now);
     }
     const deadline = new AttemptDeadline(outer, () => window.leave(deadline));
     window.join(deadline, now);
@@ -64,10 +60,10 @@ class Window {
   /** Microtask turns the window has been empty; -1 while nobody counts. */
   #quiet = -1;
 
-  constructor(ms: number, opened: number, width: number) {
+  constructor(ms: number, opened: number) {
     this.#ms = ms;
     this.#opened = opened;
-    this.#until = opened + width;
+    this.#until = opened + Math.min(1000, Math.max(1, Math.round(ms / 10)));
   }
 
   /** Whether an attempt at `now` may join (not before it opened: a clock set back would keep it open past its timer). */
@@ -104,14 +100,10 @@ class Window {
 
   /** One quiet turn: clears the timer after enough, stops if someone joined. */
   readonly #count = (): void => {
-    if (this.#attempts.size > 0) {
-      this.#quiet = -1;
-    } else if (++this.#quiet < QUIET_TURNS) {
-      RESOLVED.then(this.#count);
-    } else {
-      this.#quiet = -1;
-      this.#disarm();
-    }
+    if (this.#attempts.size > 0) return void (this.#quiet = -1);
+    if (++this.#quiet < QUIET_TURNS) return void RESOLVED.then(this.#count);
+    this.#quiet = -1;
+    this.#disarm();
   };
 
   /** Aborts the window's attempts: their time is up. */
@@ -134,13 +126,11 @@ class AttemptDeadline {
   /** Whether the time ran out (as opposed to the caller's signal aborting). */
   timedOut = false;
   readonly #own = new AbortController();
-  /** Ends the limit early: the attempt is over. */
-  readonly clear: () => void;
   /** Rejects the last race when the time is up (a settled one ignores it). */
   #late: ((reason: unknown) => void) | undefined;
 
-  constructor(outer: AbortSignal | undefined, leave: () => void) {
-    this.clear = leave;
+  /** `clear` ends the limit early: the attempt is over. */
+  constructor(outer: AbortSignal | undefined, readonly clear: () => void) {
     this.signal = outer === undefined
       ? this.#own.signal
       : AbortSignal.any([outer, this.#own.signal]);
