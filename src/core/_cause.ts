@@ -78,11 +78,10 @@ function deniedEntry(url: URL): string | undefined {
 }
 
 /**
- * `error` fit for a `cause`: never the thrown value itself, which a fetch of the user's made and which may keep the
- * request (the body with the secret, the Authorization header) where no check sees it (a getter, a private field, a
- * Proxy). A copy of texts and numbers: the runtime's own class (`TypeError`, `DOMException`, `Deno.errors`), name,
- * message and primitive fields (`code`), each text cleaned as server text is; its cause and an AggregateError's errors
- * copied alike, 32 copies at most. Any other value: its kind (`[object Object]`).
+ * `error` fit for a `cause`: never the thrown value, which a user's fetch made and may keep the request (the secret in
+ * the body, the Authorization header) where no check sees it (a getter, a private field, a Proxy). A copy: the runtime's
+ * own class (`TypeError`, `DOMException`, `Deno.errors`), name, message and primitive fields (`code`), texts cleaned as
+ * server text; its cause and an AggregateError's errors alike, 32 copies at most. Any other value: its kind.
  */
 export function cleanCause(
   error: unknown,

@@ -100,8 +100,7 @@ const LOCAL_MARKS = 16;
 
 /**
  * Wall times this process set itself (a cooldown's end, a renewal's stamp), read back on the steady clock: a wall clock
- * stepped back 1 h makes no 10 s cooldown last an hour (and the earlier of the two: a suspend lengthens none either).
- * A time it did not set (a token's expiry, another process's) reads as it is.
+ * stepped back 1 h makes no 10 s cooldown last an hour. A time it did not set (a token's expiry) reads as it is.
  */
 export class LocalTimes {
   readonly #steady: () => number;
@@ -123,19 +122,16 @@ export class LocalTimes {
   }
 
   /**
-   * `wall` as the wall clock reads it at `now`: moved by a step back since it was marked, never later than `wall`
-   * itself. A host suspended for hours, which the monotone clock does not count (Linux), then ends a 429's block at
-   * the service's reset, not hours after it; a step forward ends a wait early, which costs one request at most.
+   * `wall` as the wall clock reads it at `now`: moved by a step back since marked, never later than `wall` (a host
+   * suspended for hours, which the monotone clock does not count on Linux, ends a 429's block at the service's reset,
+   * not hours after it); a step forward ends a wait early, which costs one request at most.
    */
   read(wall: number | undefined, now: number): number | undefined {
     const steady = this.onSteady(wall, now);
     return steady === undefined ? undefined : Math.min(wall!, steady);
   }
 
-  /**
-   * `wall` on the steady clock alone, moved by any step since it was marked: how long ago a wait really ended (a
-   * failure's escalation), which a step forward must not lengthen.
-   */
+  /** `wall` on the steady clock alone: how long ago a wait really ended (a failure's escalation), steps not counted. */
   onSteady(wall: number | undefined, now: number): number | undefined {
     const steady = wall === undefined ? undefined : this.#marks.get(wall);
     return steady === undefined ? wall : now + steady - this.#steady();
