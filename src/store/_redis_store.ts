@@ -72,37 +72,27 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   }
 
   async get(key: string): Promise<TokenRecord | undefined> {
-    const { record } = await this.#keysOf(key);
-    const floor = this.#seals.floor(key);
-    return await this.#decode(key, await this.#read(record), floor);
+    return (await this.#read(key))[0];
   }
 
   set(key: string, record: TokenRecord): Promise<void> {
-    return this.#seals.inTurn(key, async () => {
-      const keys = await this.#keysOf(key);
-      // Read first: the version written must be newer than the one stored.
-      await this.get(key).catch(() => {});
-      // Landed, its version counts as seen: a copy written back older is refused (outside review r150 M2).
-      await this.#seals.write(key, record, async (sealed) => {
-        const [value, lifetime] = this.#value(sealed, record);
-        await this.#send(["SET", keys.record, value, "PX", lifetime]);
-        return true;
-      });
+    return this.#seals.set(key, record, () => this.get(key), async (sealed) => {
+      const [value, lifetime] = this.#value(sealed, record);
+      const { record: name } = await this.#keysOf(key);
+      await this.#send(["SET", name, value, "PX", lifetime]);
     });
   }
 
   /** Compare-and-set on the value as read. */
   async update(key: string, change: RecordChange) {
     const { record } = await this.#keysOf(key);
-    return await updateBy(change, async () => {
-      const floor = this.#seals.floor(key);
-      const seen = await this.#read(record);
-      return [await this.#decode(key, seen, floor), seen];
-    }, (next, seen) =>
-      this.#seals.write(key, next, async (sealed) => {
+    const read = () => this.#read(key);
+    return await updateBy(change, UPDATE_ATTEMPTS, read, (next, seen) => {
+      return this.#seals.write(key, next, async (sealed) => {
         const args = [seen ?? "", ...this.#value(sealed, next)];
         return await this.#script("swap", [record], args) === 1;
-      }), UPDATE_ATTEMPTS);
+      });
+    });
   }
 
   coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {
@@ -110,12 +100,9 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   }
 
   async look(key: string) {
-    const keys = await this.#keysOf(key);
     // Two reads, not MGET: the record's is bounded. The take checks the record again.
-    const floor = this.#seals.floor(key);
-    const value = await this.#read(keys.record);
-    const lease = await this.#textOf(["GET", keys.lease]);
-    const record = await this.#decode(key, value, floor);
+    const [record, value] = await this.#read(key);
+    const lease = await this.#textOf(["GET", (await this.#keysOf(key)).lease]);
     return {
       record,
       leaseFree: lease === undefined, // Redis expires leases on time
@@ -206,11 +193,14 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     }
   }
 
-  /** The record's text, read only as far as a record may go. */
-  async #read(record: string): Promise<string | undefined> {
+  /** The record, and its text, read only as far as a record may go. */
+  async #read(key: string) {
+    const { record } = await this.#keysOf(key);
+    const floor = this.#seals.floor(key);
     const range = ["GETRANGE", record, "0", String(MAX_STORED_RECORD)];
     // GETRANGE answers "" for a missing key; a value past the bound is broken, never read whole.
-    return await this.#textOf(range) || undefined;
+    const value = await this.#textOf(range) || undefined;
+    return [await this.#decode(key, value, floor), value] as const;
   }
 
   /** A reply's text; a key of another type holds no record or lease (the take replaces it). */
