@@ -148,7 +148,7 @@ const EXCERPT = 300;
 const BODY_TIME = 30_000;
 
 /** `get`: pretty JSON on a terminal, else the bytes as they came; not 2xx: an Error with the status and an excerpt (exit 1). */
-export async function runGet(session: Session, path: string, pci: boolean) {
+async function runGet(session: Session, path: string, pci: boolean) {
   const { client, io } = session;
   // The client's time limit ends at the headers: the body gets one of its own, as a list page's read is timed.
   const body = new AbortController();

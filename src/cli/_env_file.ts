@@ -6,7 +6,7 @@ import { isPermissionError } from "../core/_cause.ts";
 import { allowFlags, UsageError } from "./_flag_values.ts";
 
 /** The largest --env-file read: a dotenv file is a few lines. */
-export const MAX_ENV_FILE = 64 * 1024;
+const MAX_ENV_FILE = 64 * 1024;
 
 const ENV_LINE = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/;
 

@@ -7,7 +7,7 @@ import { fieldsOf } from "../core/_check.ts";
 import { layOut, row, safeJson, table } from "./_render.ts";
 
 /** Writes items a page at a time; `end` once the list ends (or is interrupted). */
-export interface ItemWriter {
+interface ItemWriter {
   page(items: readonly unknown[]): void;
   end(): void;
 }
