@@ -29,7 +29,7 @@ const LAST_NAMES = ["Ito", "Jensen", "Kowalski", "Lopez", "Moreau", "Nakamura"];
 /** How far back generated creation dates spread: 300 days. */
 const SPAN = 300 * 86_400_000;
 /** How old the newest generated item of a list is: minutes, by the fake's clock. */
-export const NEWEST_AGE = 3 * 60_000;
+const NEWEST_AGE = 3 * 60_000;
 
 /** A small seeded generator (mulberry32): the same seed gives the same data. */
 export function seededRandom(seed: number): () => number {
@@ -182,12 +182,21 @@ function readInteger(params: URLSearchParams, name: string, fallback: number) {
   return value;
 }
 
+/** How the service serves its lists. */
+interface ListServing {
+  readonly lists: Map<string, ListResource>;
+  readonly listEnvelope: "object" | "array";
+  /** Changes the list before each page, as churn does. */
+  readonly churn: ((resource: ListResource) => void) | undefined;
+  readonly maxLimit: number;
+  readonly cutAtMax: boolean;
+}
+
 /** The page `params` asks for, sorted as the service sorts. */
 function pageOf(
   resource: ListResource,
   params: URLSearchParams,
-  maxLimit: number,
-  cutAtMax: boolean,
+  { maxLimit, cutAtMax }: ListServing,
 ): readonly Item[] {
   const asked = readInteger(params, "limit", 50);
   // Some services cut a page to their largest size instead of refusing it.
@@ -215,30 +224,22 @@ function pageOf(
 
 /** One page of a list, as the service sends it. */
 export function answerList(
-  serving: {
-    readonly lists: Map<string, ListResource>;
-    readonly listEnvelope: "object" | "array";
-    /** Changes the list before each page, as churn does. */
-    readonly churn: ((resource: ListResource) => void) | undefined;
-    readonly maxLimit: number;
-    readonly cutAtMax: boolean;
-  },
+  serving: ListServing,
   request: Request,
   name: string,
 ): Response {
-  const { lists, listEnvelope: envelope, churn, maxLimit, cutAtMax } = serving;
-  const resource = lists.get(name);
+  const resource = serving.lists.get(name);
   if (resource === undefined) return json(404, { error: "not_found" });
-  churn?.(resource);
+  serving.churn?.(resource);
   const params = new URL(request.url).searchParams;
   let page: readonly Item[];
   try {
-    page = pageOf(resource, params, maxLimit, cutAtMax);
+    page = pageOf(resource, params, serving);
   } catch (error) {
     if (!(error instanceof BadQuery)) throw error;
     return json(400, { error: "bad_request", message: error.message });
   }
-  if (envelope === "array") return json(200, page);
+  if (serving.listEnvelope === "array") return json(200, page);
   return json(200, {
     [name]: page,
     page: Number(params.get("page") ?? 1),

@@ -68,9 +68,7 @@ export interface FakeControls {
    * @throws {TypeError} (`option: "faults[i]"`, `"faults[i].kind"`, `"faults[i].status"`, `"faults[i].body"`, `"faults[i].headers"`) For a fault that is no object, of no known kind, a status fault without its status, a body fault whose body is no string, headers no `Headers` takes.
    */
   injectTokenFaults(...faults: FakeFault[]): void;
-  /**
-   * Queues faults for the next API requests, after those already queued, checked as `injectTokenFaults` checks them.
-   */
+  /** Queues faults for the next API requests, after those already queued, checked as by `injectTokenFaults`. */
   injectApiFaults(...faults: FakeFault[]): void;
   /**
    * Adds `count` transactions newer than all others, as if created now (the head of `DESC` moves).
