@@ -25,12 +25,10 @@ export function describeCause(error: unknown, secrets: readonly Secret[]) {
   return serverText(parts.join(": ") || "unknown error", secrets);
 }
 
-/** Runtimes refuse a request they lack permission for with these; retrying cannot help. */
-const PERMISSION_ERRORS = new Set(["NotCapable", "PermissionDenied"]);
-
-/** Whether `error` is the runtime refusing a permission (Deno without `--allow-net`): by name, naming no Deno API. */
+/** Whether `error` is the runtime refusing a permission (Deno without `--allow-net`; no retry helps): by name, no Deno API. */
 export function isPermissionError(error: unknown): boolean {
-  return PERMISSION_ERRORS.has(tried(() => (error as Error)?.name) ?? "");
+  const name = tried(() => (error as Error)?.name);
+  return name === "NotCapable" || name === "PermissionDenied";
 }
 
 /**

@@ -119,8 +119,7 @@ export function requireOptions(
     ? "null"
     : Array.isArray(value)
     ? "an array"
-    : value instanceof Map || value instanceof Set ||
-        value instanceof WeakMap || value instanceof WeakSet
+    : [Map, Set, WeakMap, WeakSet].some((type) => value instanceof type)
     ? "a collection"
     : typeof value;
   if (kind !== "object") {

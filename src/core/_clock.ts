@@ -95,9 +95,6 @@ export function staleJudge(
     unchanged(name, `${owner} ${refreshedAt}`) > after;
 }
 
-/** How many deadlines {@linkcode LocalTimes} keeps: a provider sets a few at a time. */
-const LOCAL_MARKS = 16;
-
 /**
  * Wall times this process set itself (a cooldown's end, a renewal's stamp), read back on the steady clock: a wall clock
  * stepped back 1 h makes no 10 s cooldown last an hour. A time it did not set (a token's expiry) reads as it is.
@@ -115,7 +112,8 @@ export class LocalTimes {
   mark(wall: number, at: number): number {
     this.#marks.delete(wall);
     this.#marks.set(wall, this.#steady() + wall - at);
-    if (this.#marks.size > LOCAL_MARKS) {
+    // 16 kept: a provider sets a few at a time.
+    if (this.#marks.size > 16) {
       this.#marks.delete(this.#marks.keys().next().value!);
     }
     return wall;

@@ -82,10 +82,9 @@ const PATHS =
 /** The credentials without their id and audience, made once per credentials (their forms are made once per object). */
 function secretOnly(secret: Secret): Secret {
   if (typeof secret === "string") return secret;
-  let only = onlySecrets.get(secret);
-  if (only === undefined) {
-    onlySecrets.set(secret, only = { secret: secret.secret, clientId: "" });
-  }
+  const only = onlySecrets.get(secret) ??
+    { secret: secret.secret, clientId: "" };
+  onlySecrets.set(secret, only);
   return only;
 }
 const onlySecrets = new WeakMap<object, Secret>();

@@ -229,8 +229,6 @@ export function signalRefusal(signal: unknown): Promise<never> | undefined {
 const OWN_TIMERS =
   (globalThis as { navigator?: { userAgent?: unknown } }).navigator
     ?.userAgent === "Cloudflare-Workers";
-/** How often a caller's own timer looks again while no pause is timed (an answer awaited), in ms. */
-const OWN_POLL = 1000;
 
 /** Two lines of callers, each in order: live ones first, background ones while no live one waits. */
 export class PriorityLines {
@@ -323,7 +321,8 @@ export class PriorityLines {
       if (!this.#ownTimers.has(arm)) return; // served or gone, maybe by its own wake
       clearTimeout(timer);
       const paused = this.timer !== undefined;
-      const left = paused ? this.#pauseEnd - this.#now() : OWN_POLL;
+      // No pause timed (an answer awaited): it looks again each second.
+      const left = paused ? this.#pauseEnd - this.#now() : 1000;
       timer = setTimeout(() => {
         if (this.timer !== undefined && this.#now() >= this.#pauseEnd) {
           this.resume();

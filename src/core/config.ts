@@ -252,11 +252,6 @@ function missingError(missing: string[], read: ReadVariable, env: EnvSource) {
   });
 }
 
-/** What a variable's name is written with, in the usual style. */
-const NAME_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_";
-/** What every variable's name starts with. */
-const PREFIX = "PARTNER_API_";
-
 /**
  * The usual typos of `variable` (a character dropped, doubled or swapped, and
  * with `replaced`, one after the prefix replaced) that are set, for a source
@@ -275,9 +270,11 @@ function typosSet(
     const char = variable[i]!; // dropped, doubled, swapped with the next:
     typos.add(head + tail).add(head + char + char + tail);
     typos.add(head + tail.slice(0, 1) + char + tail.slice(1)); // the last: itself
-    // Replaced (BASE_URI for BASE_URL) by a character a name holds; the prefix is pasted, not typed.
-    if (!replaced || i < PREFIX.length) continue;
-    for (const other of NAME_CHARACTERS) typos.add(head + other + tail);
+    // Replaced (BASE_URI for BASE_URL) by a character of the usual style; the prefix is pasted, not typed.
+    if (!replaced || i < "PARTNER_API_".length) continue;
+    for (const other of "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") {
+      typos.add(head + other + tail);
+    }
   }
   typos.delete(variable);
   return [...typos].filter((name) => tried(() => read(name)) !== undefined);

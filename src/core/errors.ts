@@ -34,9 +34,6 @@ import type {
 
 export type * from "./error_types.ts";
 
-/** The longest message an error of this module carries, whatever the service sent. */
-const MAX_MESSAGE = 2000;
-
 function hideResponse(target: Error, response: Response | undefined): void {
   if (response === undefined) return;
   Object.defineProperty(target, "response", {
@@ -69,7 +66,7 @@ export class PartnerApiError extends Error {
 
   /** Creates the error; `message` holds no secret and is cut to 2,000 characters. */
   constructor(message: string, reason: string, options: ErrorOptions = {}) {
-    super(cut(message, MAX_MESSAGE), given({ cause: options.cause }));
+    super(cut(message, 2000), given({ cause: options.cause }));
     this.name = "PartnerApiError";
     this.reason = reason;
   }

@@ -94,10 +94,8 @@ export function issuedToken(fields: IssuedToken): IssuedToken {
     quota: freezeBuckets(fields.quota),
   } as IssuedToken;
   Object.defineProperty(token, "accessToken", { value: fields.accessToken });
-  shownAs(token, "IssuedToken", () => ({
-    ...storableToken(token),
-    accessToken: REDACTED,
-  }));
+  const view = () => ({ ...storableToken(token), accessToken: REDACTED });
+  shownAs(token, "IssuedToken", view);
   built.add(token);
   return Object.freeze(token);
 }
