@@ -1,6 +1,5 @@
-// The part of a fleet rate limiter in each process: callers queue in order, one take asks the store
-// (which decides atomically) for as many as wait. The process remembers its sends of the last
-// window: it paces alone on them when the store fails, and writes them back when it returns.
+// A fleet rate limiter's part in each process: callers queue in order, one take asks the store (which decides
+// atomically) for as many as wait. Its sends of the last window pace it alone when the store fails, and are written back.
 
 import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 import {
@@ -228,10 +227,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     return wait;
   }
 
-  /**
-   * Keeping to its share (alone, or back from it) until `until`, when the store decides again: the wait for a slot of
-   * it, at most until then, and how many are free (no bound after).
-   */
+  /** Kept to its share (alone, or back from it) until `until`: the wait for a slot, at most till then, and how many are free. */
   #room(line: rateWindow.WaitQueue, until: number) {
     const now = this.#config.now();
     if (now >= until) return { wait: 0, free: Infinity };

@@ -145,9 +145,9 @@ export class RecordSeals {
 }
 
 /**
- * What to store after a request, over the record as it stands once it answered (`read`, tried twice, else `before`,
- * read before it): its token kept when the result has none (a failed refresh, a 429's block; one a 401 dropped meanwhile stays
- * dropped), and the later of two 401 renewals and of two quota blocks (another process may have stored one meanwhile).
+ * What to store after a request, over the record as it stands once it answered (`read`, tried twice, else `before`): its
+ * token kept when the result has none (a failed refresh, a 429's block; one a 401 dropped meanwhile stays dropped), and
+ * the later of two 401 renewals and of two quota blocks (another process may have stored one meanwhile).
  */
 export async function published(
   result: TokenRecord,

@@ -85,11 +85,11 @@ export interface FileTokenStore extends TokenStore {
 type Client = Parameters<FileTokenStore["recordFor"]>[0];
 
 /**
- * Creates a token store on encrypted files in `options.folder`, shared by every process that opens
- * it with the same secret (needs read and write permission there). A lock file makes them request
- * once between them; a lock whose owner stopped refreshing it is taken over.
- * @throws {TypeError} When `folder` or `clientSecret` is not a non-empty string, or `onNotice` or
- * `now` is not a function; outside Deno (`option: "folder"`), before anything is touched.
+ * Creates a token store on encrypted files in `options.folder`, shared by every process that opens it with the same
+ * secret (needs read and write permission there). A lock file makes them request once between them; a lock whose owner
+ * stopped refreshing it is taken over.
+ * @throws {TypeError} When `folder` or `clientSecret` is not a non-empty string, or `onNotice` or `now` is not a
+ * function; outside Deno (`option: "folder"`), before anything is touched.
  *
  * @example Two runs, one token
  * ```ts
@@ -127,11 +127,10 @@ export function createFileTokenStore(
 }
 
 /**
- * Removes every token file of a {@linkcode createFileTokenStore} folder, whatever secret sealed it
- * (e.g. a tool's `logout`); a missing folder holds none.
+ * Removes every token file of a {@linkcode createFileTokenStore} folder, whatever secret sealed it (e.g. a tool's
+ * `logout`); a missing folder holds none.
  * @returns How many files were removed.
- * @throws {TypeError} Outside Deno, or for a `folder` that is no non-empty string (`option: "folder"`), before anything
- * is read.
+ * @throws {TypeError} Outside Deno, or for a `folder` that is no non-empty string (`option: "folder"`), before any read.
  *
  * @example Forgetting every token
  * ```ts
@@ -286,15 +285,11 @@ class EncryptedFileStore implements FileTokenStore {
     } catch {
       return "unlockable";
     }
-    // Stamped by `now` in its content, written with the file, and in its mtime at once, as each refresh stamps it:
-    // the file system's clock may be another, and a lock read before its utime as stale by processes whose `now` runs
-    // ahead was taken from its maker.
+    // Stamped by `now` in its content and at once in its mtime, as each refresh stamps it: the file system's clock may
+    // be another, and a lock read before its utime was taken as stale by processes whose `now` runs ahead.
     const at = this.#options.now();
-    const owner = JSON.stringify({
-      pid: Deno.pid,
-      id: crypto.randomUUID(),
-      at,
-    });
+    const id = crypto.randomUUID();
+    const owner = JSON.stringify({ pid: Deno.pid, id, at });
     try {
       await Deno.writeTextFile(path, owner, { createNew: true, mode: 0o600 });
       await Deno.utime(path, new Date(at), new Date(at)).catch(() => {});
@@ -319,9 +314,8 @@ class EncryptedFileStore implements FileTokenStore {
   }
 
   /**
-   * Whether the lock now at `at` is a dead process's: stamped (its content's `at` or its mtime, the later) more than
-   * {@linkcode LOCK_STALE} ms ago by `now`, or seen unchanged that long here (a stamp ahead of this clock, as after a
-   * step back, holds no longer). One read empty is being written: fresh until seen unchanged that long.
+   * Whether the lock now at `at` is a dead process's (see staleJudge), stamped by its content's `at` or its mtime, the
+   * later. One read empty is being written: fresh until seen unchanged {@linkcode LOCK_STALE} ms.
    */
   async #stale(path: string, at: string): Promise<boolean> {
     const info = await Deno.lstat(at).catch(() => undefined);

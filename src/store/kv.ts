@@ -1,9 +1,8 @@
 /**
- * A token store and a rate limiter on Deno KV (a SQLite file locally, replicated on Deno Deploy): a
- * fleet shares one token, one quota circuit and one rate limit. Needs `--unstable-kv`; Deno only
- * (elsewhere both throw a `TypeError`: use `./redis`). Records rest sealed with AES-GCM under names
- * derived from the secret (HKDF, or PBKDF2 under 32 characters): a reader of the database sees no
- * token and no quick way to test guesses of the secret. See docs/fleets.md.
+ * A token store and a rate limiter on Deno KV (a SQLite file locally, replicated on Deno Deploy): a fleet shares one
+ * token, one quota circuit and one rate limit. Needs `--unstable-kv`; Deno only (elsewhere both throw a `TypeError`:
+ * use `./redis`). Records rest sealed with AES-GCM under names derived from the secret (HKDF, or PBKDF2 under 32
+ * characters): a reader of the database sees no token and no quick way to test guesses of the secret. See docs/fleets.md.
  *
  * @example One token for two providers of different processes
  * ```ts
@@ -64,10 +63,9 @@ const STORE_ELSEWHERE =
   "store runs on Deno and Deno Deploy only; elsewhere pass a TokenStore of your own";
 
 /**
- * Creates a {@linkcode TokenStore} on a Deno KV database, for `createTokenProvider({ store })`:
- * one process takes a lease (`kv.atomic().check()`) and requests the token, the others wait for it
- * up to `maxWait`; a 429's block is stored for all. A record older than one seen (a restored
- * backup) is refused. See docs/fleets.md.
+ * Creates a {@linkcode TokenStore} on a Deno KV database, for `createTokenProvider({ store })`: one process takes a lease
+ * (`kv.atomic().check()`) and requests the token, the others wait for it up to `maxWait`; a 429's block is stored for
+ * all. A record older than one seen (a restored backup) is refused. See docs/fleets.md.
  * @param kv An open KV database, e.g. `await Deno.openKv()`.
  * @throws {RangeError} When a duration is out of range, or `prefix` leaves no room for the store's key in KV's 2,048 bytes.
  * @throws {TypeError} When `encryptionKey` is not an AES-GCM key, `prefix` not an array of KV key parts, or outside Deno.

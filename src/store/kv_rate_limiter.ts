@@ -1,5 +1,5 @@
-// The fleet rate limiter on Deno KV: each take reads the window's one value, decides (_window_rules.ts),
-// and writes back if nobody wrote meanwhile; answers wait in keys of their own for the next take.
+// The fleet rate limiter on Deno KV: each take reads the window's one value, decides (_window_rules.ts), and writes
+// back if nobody wrote meanwhile; answers wait in keys of their own for the next take.
 
 import type { RateLimiter } from "../core/rate_limiter.ts";
 import type { FleetRateLimiterOptions } from "./fleet_options.ts";
@@ -43,8 +43,8 @@ import { answerWithin } from "../core/_deadlines.ts";
  */
 export interface KvRateLimiterOptions extends FleetRateLimiterOptions {
   /**
-   * Requests the whole fleet may send in any window, at most 1,000 (the window rests in one KV
-   * value); every process sharing the prefix gives the same.
+   * Requests the whole fleet may send in any window, at most 1,000 (the window rests in one KV value); every process
+   * sharing the prefix gives the same.
    * @default {900}
    */
   requests?: number;
@@ -67,17 +67,15 @@ const LIMITER_ELSEWHERE =
 const MOST_REQUESTS = 1000;
 
 /**
- * Creates a {@linkcode RateLimiter} that every process using the same KV database and `prefix` shares,
- * for `createClient({ rateLimit })`: never more than `requests` sends in any `interval` ms across
- * the fleet, whatever the members' clocks. Callers wait in order, never fail, and can give up with
- * their signal. A process whose KV fails paces alone at its last known share (`rate.degraded`, then
- * `rate.restored`). See docs/fleets.md ("One limit for the fleet").
+ * Creates a {@linkcode RateLimiter} that every process using the same KV database and `prefix` shares, for
+ * `createClient({ rateLimit })`: never more than `requests` sends in any `interval` ms across the fleet, whatever the
+ * members' clocks. Callers wait in order, never fail, and can give up with their signal. A process whose KV fails paces
+ * alone at its last known share (`rate.degraded`, then `rate.restored`). See docs/fleets.md ("One limit for the fleet").
  *
- * `await using` it before closing the database: it waits for the answers still being written. Callers still
- * waiting then, and any take after, reject with an `AbortError` (`DOMException`).
+ * `await using` it before closing the database: it waits for the answers still being written. Callers still waiting
+ * then, and any take after, reject with an `AbortError` (`DOMException`).
  * @param kv An open KV database, e.g. `await Deno.openKv()`.
- * @throws {RangeError} When `requests` or `interval` is out of range, or `prefix` leaves no room for the limiter's keys
- * in KV's 2,048 bytes.
+ * @throws {RangeError} When `requests` or `interval` is out of range, or `prefix` leaves no room for its keys in KV's 2,048 bytes.
  * @throws {TypeError} When `prefix` is not an array of KV key parts, or outside Deno.
  *
  * @example Two limiters (as two processes) share one budget
@@ -115,10 +113,9 @@ const MOST_FOLDED = 500;
 const MOST_ANSWER_ATTEMPTS = 100;
 
 /**
- * A KV call unanswered this long is a failing store (the member paces alone): one that stopped answering holds nobody
- * for good. Not the token store's 2 s: a limiter pacing alone risks the fleet's limit, where a token store giving up
- * costs at most a token (at 2 s, a store answering in 700 ms an operation, or a member's event loop blocked 2 s, sent
- * members alone at half each: twice the limit). 30 s: the longest a member alone waits before it asks again.
+ * A KV call unanswered this long is a failing store (the member paces alone). Not the token store's 2 s: a limiter
+ * alone risks the fleet's limit, a token store giving up a token at most (at 2 s, a slow store or a blocked event loop
+ * sent members alone at half each: twice the limit). 30 s: the longest a member alone waits before it asks again.
  */
 const KV_WAIT = 30_000;
 
@@ -200,8 +197,8 @@ class KvWindow implements SharedWindow {
   }
 
   /**
-   * Reads the value and waiting answers, changes it on this process's clock, and writes it back if
-   * nobody wrote meanwhile; `false` after a few tries. A value that is not a window gets a new epoch.
+   * Reads the value and waiting answers, changes it on this process's clock, and writes it back if nobody wrote
+   * meanwhile; `false` after a few tries. A value that is not a window gets a new epoch.
    */
   async #change(change: (state: WindowState, now: number) => WindowState) {
     return await this.#tries(MOST_ATTEMPTS, async () => {

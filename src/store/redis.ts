@@ -1,9 +1,9 @@
 /**
- * A token store and a rate limiter on Redis: a fleet on any runtime shares one token, one quota
- * circuit and one rate limit. No Redis dependency: you pass a function that sends one command with
- * your client (node-redis `(args) => client.sendCommand(args)`, ioredis `(args) => client.call(...args)`).
- * Records rest sealed with AES-GCM under names derived from the secret (HKDF, or PBKDF2 under 32
- * characters): a reader of the database sees no token and no quick way to test guesses of the secret.
+ * A token store and a rate limiter on Redis: a fleet on any runtime shares one token, one quota circuit and one rate
+ * limit. No Redis dependency: you pass a function that sends one command with your client (node-redis
+ * `(args) => client.sendCommand(args)`, ioredis `(args) => client.call(...args)`). Records rest sealed with AES-GCM under
+ * names derived from the secret (HKDF, or PBKDF2 under 32 characters): a reader of the database sees no token and no
+ * quick way to test guesses of the secret.
  *
  * @example One token for a fleet, with ioredis
  * ```ts ignore
@@ -69,8 +69,8 @@ export interface RedisTokenStoreOptions extends FleetStoreOptions {
   /** Sends one Redis command and resolves with its reply (node-redis `sendCommand`, ioredis `call`). */
   command: RedisCommand;
   /**
-   * Sends one command on a connection of its own (`redis.duplicate()`), never `command`'s: a blocked
-   * connection answers nothing else. Waiters are then woken by the token's write (`XREAD BLOCK`).
+   * Sends one command on a connection of its own (`redis.duplicate()`), never `command`'s (a blocked connection answers
+   * nothing else): waiters are then woken by the token's write (`XREAD BLOCK`).
    * @default {none: waiters look again now and then}
    */
   blockingCommand?: RedisCommand;
@@ -89,12 +89,11 @@ export interface RedisTokenStoreOptions extends FleetStoreOptions {
 const CONTEXT = "Cannot create Redis token store";
 
 /**
- * Creates a {@linkcode TokenStore} on Redis, for `createTokenProvider({ store })`: one process takes
- * a lease (`SET NX PX`) and requests the token, the others wait up to `maxWait`; a 429's block is
- * stored for all. A failing Redis counts as empty (no process spends more than alone); one that
- * refuses EVAL gets plain commands. A record older than one seen is refused. See docs/fleets.md.
- * @throws {TypeError} When `command` is not a function, `prefix` is empty or
- * `encryptionKey` is not an AES-GCM key.
+ * Creates a {@linkcode TokenStore} on Redis, for `createTokenProvider({ store })`: one process takes a lease
+ * (`SET NX PX`) and requests the token, the others wait up to `maxWait`; a 429's block is stored for all. A failing
+ * Redis counts as empty (no process spends more than alone); one that refuses EVAL gets plain commands. A record older
+ * than one seen is refused. See docs/fleets.md.
+ * @throws {TypeError} When `command` is not a function, `prefix` is empty or `encryptionKey` is not an AES-GCM key.
  * @throws {RangeError} When a duration is out of range.
  *
  * @example A store that holds a quota block

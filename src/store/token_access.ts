@@ -45,8 +45,7 @@ export class StoreAccess {
   constructor(store: TokenStore | undefined, endpoint: StoreClient) {
     this.#store = store;
     this.#endpoint = endpoint;
-    // The key's slow part (PBKDF2 under 32 characters, tens of ms) starts now, beside the process's
-    // start-up: a cold start's first answer waits only for what is left of it.
+    // The key's slow part (PBKDF2 under 32 characters, tens of ms) starts now, beside the process's start-up.
     if (store !== undefined) this.key().catch(() => {});
   }
 
@@ -176,19 +175,15 @@ export class StoreAccess {
 }
 
 /**
- * How long one plain store call (get, set, update) may take, in ms: past it the store counts as failing (as empty), so
- * that a store that stopped answering holds no caller and loses no token paid for (a shared store's `coordinate` waits
- * for the flight's budget: a holder may take that long).
+ * How long one plain store call (get, set, update) may take, in ms: past it the store counts as failing (as empty), and
+ * holds no caller (`coordinate` has the flight's budget: a holder may take that long).
  */
 const STORE_WAIT = 5000;
+const STORE_LATE = "the token store did not answer in time";
 
 /** The store's answer, or a failure once STORE_WAIT passed. */
 function answered<T>(call: () => Promise<T>): Promise<T> {
-  return answerWithin(
-    call,
-    STORE_WAIT,
-    "the token store did not answer in time",
-  );
+  return answerWithin(call, STORE_WAIT, STORE_LATE);
 }
 
 /** How far the clocks of a fleet's processes may differ, in ms. */
