@@ -1,6 +1,5 @@
-// Internal: token requests through the module's one attempt loop, with their events, and the token endpoint's wire
-// protocol. tokenAttempt, every token request's path, sends, reads the body within the deadline, then processes the
-// answer synchronously: tests/token_answers_test.ts drives each shape serverless.
+// Internal: token requests through core's attempt loop, with their events, and the token endpoint's wire protocol. Each
+// attempt sends, reads the body within its deadline, then processes it synchronously (tests/token_answers_test.ts).
 
 import {
   cleanCause,
@@ -79,10 +78,7 @@ export function nextTokenStep(
 }
 
 /** What a token request needs besides the endpoint. */
-export type TokenSending = Pick<
-  ProviderConfig,
-  "backoff" | "random" | "onEvent"
->;
+type TokenSending = Pick<ProviderConfig, "backoff" | "random" | "onEvent">;
 
 /**
  * One token request with its retries; `beforeSend` is called as each attempt goes out, and what it returns (a quota

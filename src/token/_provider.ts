@@ -48,7 +48,6 @@ export class CachingTokenProvider implements TokenProvider {
   readonly #config: ProviderConfig;
   readonly #now: () => number;
   readonly #budget: number;
-  readonly #requestBudget: number;
   readonly #flights = new SingleFlight<IssuedToken>();
   readonly #cache: TokenCache;
   #quota: QuotaSnapshot | undefined;
@@ -71,7 +70,6 @@ export class CachingTokenProvider implements TokenProvider {
   /** Flight deadlines' clock (read as wall times at `now` for decide()): a wall clock's step starts no second request. */
   readonly #steady: () => number;
 
-  /** `store` is the way to the configured store (or to none), given by the caller. */
   constructor(config: ProviderConfig, store: StoreAccess) {
     this.#config = config;
     this.#store = store;
@@ -83,7 +81,6 @@ export class CachingTokenProvider implements TokenProvider {
     const { backoff, endpoint } = config;
     const coordinating = config.store?.coordinate !== undefined;
     this.#budget = flightBudget(backoff, endpoint.timeout, coordinating);
-    this.#requestBudget = requestBudget(backoff, endpoint.timeout);
   }
 
   get quota(): QuotaSnapshot | undefined {
@@ -129,9 +126,9 @@ export class CachingTokenProvider implements TokenProvider {
       (record) => {
         const known = latest(record?.renewal, this.#renewal);
         const renewal = this.#local.readIn(known, "at", now);
-        const mine = this.#cache.held?.token;
-        const current = freshestToken(record?.token, mine, this.#rejected);
         const stored = record?.token;
+        const mine = this.#cache.held?.token;
+        const current = freshestToken(stored, mine, this.#rejected);
         verdict = unauthorizedVerdict(
           { renewal, current, stored },
           refused,
@@ -220,12 +217,13 @@ export class CachingTokenProvider implements TokenProvider {
 
   /** One flight: the store (read once, and again as a request's answer is stored over it), else one request with retries. */
   async #runFlight(signal: AbortSignal): Promise<IssuedToken> {
+    const { backoff, endpoint } = this.#config;
     // The request's own refusal or failure (one request a flight), rethrown when no token comes.
     let thrown: TokenRequestError | undefined;
     const attempt: TokenRequest = async () => {
       try {
         const token = await requestWithRetries(
-          this.#config.endpoint,
+          endpoint,
           this.#config,
           signal,
           (now) => {
@@ -257,7 +255,7 @@ export class CachingTokenProvider implements TokenProvider {
     const { record, saved } = await this.#store.obtain(request, signal, {
       answeredBy: (record) => this.#answersNeed(record),
       take: (record) => this.#takeRecord(record),
-      requestBudget: this.#requestBudget,
+      requestBudget: requestBudget(backoff, endpoint.timeout),
     });
     this.#takeRecord(record);
     if (!saved) await this.#store.save(this.#record());
@@ -304,7 +302,6 @@ export class CachingTokenProvider implements TokenProvider {
   }
 
   #takeRecord(stored: TokenRecord): void {
-    this.#reissued(stored);
     const now = this.#now();
     const record = this.#seenHere(stored, now);
     this.#otherWay = forWay(stored, this.#config.endpoint.way).otherWay;
@@ -346,7 +343,6 @@ export class CachingTokenProvider implements TokenProvider {
 
   /** Whether `record` answers the need, its block's and cooldown's end as this process's own read them (on its steady clock). */
   #answersNeed(stored: TokenRecord): boolean {
-    this.#reissued(stored);
     const now = this.#now();
     const record = this.#seenHere(stored, now);
     const blockedUntil = this.#local.read(record.blockedUntil, now);
@@ -359,16 +355,17 @@ export class CachingTokenProvider implements TokenProvider {
     );
   }
 
-  /** The token refused here, stored under the fleet's renewal of it, came back (an endpoint caching tokens): taken. */
-  #reissued({ token, renewal }: TokenRecord): void {
-    const refused = this.#rejected?.accessToken;
-    const back = refused !== undefined && token?.accessToken === refused &&
-      renewal?.token === tokenFingerprint(refused);
-    if (back) this.#rejected = undefined;
-  }
-
-  /** A stored record as this provider reads it: its own token's times as moved here, a cooldown of its way only. */
+  /**
+   * A stored record as this provider reads it: its own token's times as moved here, a cooldown of its way only. The
+   * token refused here, stored under the fleet's renewal of it, came back (an endpoint caching tokens): taken again.
+   */
   #seenHere(stored: TokenRecord, now: number): TokenRecord {
+    const refused = this.#rejected?.accessToken;
+    const { token, renewal } = stored;
+    if (
+      refused !== undefined && token?.accessToken === refused &&
+      renewal?.token === tokenFingerprint(refused)
+    ) this.#rejected = undefined;
     const { record } = forWay(stored, this.#config.endpoint.way);
     return seenHere(record, this.#cache.moved(now));
   }

@@ -33,9 +33,8 @@ export interface FlightPlan<T> extends Pick<Flight<T>, "deadline"> {
 }
 
 /**
- * At most one run of the work at a time, joined by every caller while it runs.
- * A caller that gives up leaves; nothing a caller does stops the work: a token
- * request under way counts against the quota, so its token is kept for the next.
+ * At most one run of the work at a time, joined by every caller while it runs. A caller that gives up leaves; nothing a
+ * caller does stops the work: a token request under way counts against the quota, so its token is kept for the next.
  */
 export class SingleFlight<T> {
   #current: Flight<T> | undefined;

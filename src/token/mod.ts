@@ -1,7 +1,6 @@
 /**
- * OAuth 2.0 client-credentials tokens for the partner API: one request with
- * {@linkcode requestToken}, or a caching, single-flight, quota-aware
- * {@linkcode createTokenProvider} for a service.
+ * OAuth 2.0 client-credentials tokens for the partner API: one request with {@linkcode requestToken}, or a caching,
+ * single-flight, quota-aware {@linkcode createTokenProvider} for a service.
  *
  * @example Getting a token from a provider
  * ```ts

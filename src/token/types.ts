@@ -36,8 +36,7 @@ export interface TokenRequestOptions {
   /** Aborts the request; the promise then rejects with the signal's reason. */
   signal?: AbortSignal;
   /**
-   * The clock, in epoch milliseconds. Every decision reads it; a reading that is no finite number is refused
-   * (`TypeError`, `option: "now"`).
+   * The clock in epoch ms, for every decision; a reading not a finite number is refused (`TypeError`, `option: "now"`).
    * @default {Date.now}
    */
   now?: () => number;
@@ -64,8 +63,7 @@ export interface TokenRequestOptions {
    */
   clientAuthentication?: "body" | "basic";
   /**
-   * What each setting is called where it was configured, for a failed request's `hint`: `configFromEnv` sets the
-   * variables' names.
+   * Each setting's name where it was configured, for a failed request's `hint`: `configFromEnv` sets the variables'.
    * @default {the option names}
    */
   settingNames?: {
@@ -112,8 +110,7 @@ export interface RetryOptions {
    */
   maxDelay?: number;
   /**
-   * Longest `Retry-After` waited for, in ms; an answer asking for longer is returned (the client) or ends the retries
-   * (the provider).
+   * Longest `Retry-After` waited for, in ms; an answer asking more is returned (client) or ends the retries (provider).
    * @default {30000}
    */
   maxRetryAfter?: number;
@@ -151,8 +148,7 @@ export interface TokenProviderOptions
    */
   store?: TokenStore;
   /**
-   * How long before expiry, in ms, a new token is fetched in the background while the old one is still served. Never
-   * more than half the lifetime.
+   * Ms before expiry when a new token is fetched in the background (the old one still served); at most half its life.
    * @default {5 minutes, or a tenth of the lifetime when that is less}
    */
   refreshMargin?: number;
@@ -240,9 +236,8 @@ export interface TokenProvider {
    */
   getToken(options?: GetTokenOptions): Promise<IssuedToken>;
   /**
-   * Drops `accessToken` (or the current token), e.g. after a 401; providers of `createTokenProvider` go through the
-   * ledger of {@linkcode TokenProvider.reportUnauthorized} and leave a replaced token alone. A client awaits the
-   * result, if a promise.
+   * Drops `accessToken` (or the current token), e.g. after a 401; `createTokenProvider`'s providers go through the
+   * ledger of {@linkcode TokenProvider.reportUnauthorized} and leave a replaced token alone. A client awaits a promise.
    */
   invalidate(accessToken?: string): void | Promise<void>;
   /**
