@@ -449,19 +449,13 @@ function initFault(
     const headers = withBearer(init.headers, accessToken);
     new Request(request.target, { ...init, headers, redirect: "manual" });
   } catch (error) {
-    const why = refusal(String((error as Error | null)?.message), secrets);
+    // The runtime's words, without what they quote of the init: it is refused before the token is known (it costs
+    // none), and a header name or value, a method or an enum field may hold the current one, pasted.
+    const message = redact(String((error as Error | null)?.message), secrets);
+    const why = message.replace(QUOTED, "$1[not shown]$1");
     return typeError(request.exchange.context, "init", SENDABLE, why);
   }
   return undefined;
-}
-
-/**
- * The runtime's words on an init it refused, without a credential and without what they quote of the init: the refusal
- * comes before the token is known (it costs none), and a header name or value, a method or an enum field may hold the
- * current one, pasted (its words quoted it whole: r150 H4).
- */
-function refusal(message: string, secrets: readonly Secret[]): string {
-  return redact(message, secrets).replace(QUOTED, "$1[not shown]$1");
 }
 
 /** A quoted run of the runtime's words (a header, a method, an enum value). */

@@ -39,18 +39,13 @@ export type { TokenFailureReason } from "../core/error_types.ts";
 export type { QuotaBucket } from "../core/quota_types.ts";
 export type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 export type { IssuedToken, QuotaSnapshot } from "../core/token_values.ts";
+export type * from "../token/types.ts";
 // The store contract comes through token's door: the client may not import the store (DESIGN §2).
 export type {
   CoordinateOptions,
-  GetTokenOptions,
-  RetryOptions,
   TokenFailure,
-  TokenProvider,
-  TokenProviderOptions,
   TokenRecord,
   TokenRenewal,
-  TokenRequestOptions,
   TokenStore,
-  TokenTarget,
 } from "../token/mod.ts";
 export type { PaginateOptions, SortDirection } from "./page_types.ts";

@@ -84,9 +84,8 @@ export interface ClientOptions extends ProviderSettings {
    */
   priority?: "high" | "low" | "auto";
   /**
-   * Called with `api.request` (each attempt), `api.retry`, `api.renewal`, `rate.wait`, `api.list`,
-   * and the created provider's events (docs/events.md). Events never hold the secret or a token;
-   * what the listener throws is ignored.
+   * Called with `api.request` (each attempt), `api.retry`, `api.renewal`, `rate.wait`, `api.list`, and the created
+   * provider's events (docs/events.md). Events never hold the secret or a token; what the listener throws is ignored.
    * @default {none: no event is built}
    */
   onEvent?: EventListener;
