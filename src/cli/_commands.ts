@@ -143,7 +143,6 @@ async function runQuota(session: Session, json: boolean): Promise<void> {
 
 /** The largest body `get` prints. */
 const MAX_BODY = 32 * 1024 * 1024;
-const EXCERPT = 300;
 /** How long `get` waits for the next byte of a body once its headers came, in ms: the client's own attempt limit. */
 const BODY_TIME = 30_000;
 
@@ -167,7 +166,7 @@ async function runGet(session: Session, path: string, pci: boolean) {
   }
   const where = new URL(response.url || path, "http://x").pathname;
   if (!response.ok) {
-    const excerpt = serverText(text, session.secrets()).slice(0, EXCERPT);
+    const excerpt = serverText(text, session.secrets()).slice(0, 300);
     const said = excerpt ? `: ${excerpt}` : "";
     // As a list's 401 says; the command to type is the tool's own.
     const refused =

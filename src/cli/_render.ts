@@ -5,8 +5,6 @@ import { escapeControls } from "../core/_redact.ts";
 import { cut } from "../core/_check.ts";
 import type { CliWriter } from "./io.ts";
 
-const CELL_LIMIT = 40;
-
 /** "59 min", "23 h 5 min", "12 s". */
 export function duration(seconds: number): string {
   if (seconds < 60) return `${Math.round(seconds)} s`;
@@ -32,9 +30,10 @@ export function utcTime(epochMs: number): string {
   return `${minute.replace("T", " ")} UTC`;
 }
 
+/** A value as a table cell: text, escaped, cut to 40 characters. */
 function cell(value: unknown): string {
   const text = typeof value === "string" ? value : JSON.stringify(value) ?? "";
-  return cut(escapeControls(text), CELL_LIMIT);
+  return cut(escapeControls(text), 40);
 }
 
 /** Columns, their widths, and which align right (numbers). */

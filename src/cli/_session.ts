@@ -81,9 +81,6 @@ export function readConfig(
 /** The provider, client and cache one run shares between its steps. */
 export type Session = Readonly<ReturnType<typeof openSession>>;
 
-/** How long a token request may take before the tool says it is waiting. */
-const SLOW_TOKEN_REQUEST = 1500;
-
 /** Opens a session: a cache if allowed, and a provider that says when it waits. */
 export function openSession(
   io: RunIo,
@@ -176,7 +173,7 @@ function openStore(io: RunIo, config: PartnerApiConfig, flags: SessionFlags) {
   return opening?.store;
 }
 
-/** The token requests' fetch, counted, with a line on standard error when one is slow or a retry: no silent wait. */
+/** The token requests' fetch, counted; no silent wait: a line on standard error when one is a retry or slow (1.5 s). */
 function watchTokenRequests(err: CliWriter, send: typeof fetch) {
   let count = 0;
   let lastFailed = false;
@@ -186,7 +183,7 @@ function watchTokenRequests(err: CliWriter, send: typeof fetch) {
       err.write(`retrying the token request (attempt ${count})\n`);
     }
     const waiting = () => err.write("waiting for the token endpoint...\n");
-    const slow = setTimeout(waiting, SLOW_TOKEN_REQUEST);
+    const slow = setTimeout(waiting, 1500);
     try {
       const response = await send(input, init);
       lastFailed = response.status === 408 || response.status >= 500;

@@ -95,9 +95,9 @@ export function resultLines(
   if (result.behind > 0) {
     lines += behindLine(request, result.behind, result.sweepLeft);
   } else if (
-    result.verifiedAt === undefined || now - result.verifiedAt > RECENT
+    result.verifiedAt === undefined || now - result.verifiedAt > 86_400_000
   ) {
-    // Nothing is known missing, but the copy was not checked whole of late: when it last was (by creation date alone,
+    // Nothing is known missing, but the copy was not checked whole in a day: when it last was (by creation date alone,
     // a back-dated item would not show), and how to check it now.
     const when = result.verifiedAt === undefined
       ? "never verified whole yet"
@@ -140,9 +140,6 @@ function behindLine(request: SyncRequest, behind: number, sweepLeft: number) {
   const items = behind === 1 ? "1 item is" : `${behind} items are`;
   return `${request.target}: ${items} known to be missing (added behind the copy's last item); ${when}\n`;
 }
-
-/** How long a whole copy's verification counts as recent: a day. */
-const RECENT = 86_400_000;
 
 /** A missing folder is the caller's to create, a folder at `--to` another name to give: said before anything else. */
 async function checkFolder(target: string): Promise<void> {

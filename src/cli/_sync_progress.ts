@@ -12,9 +12,6 @@ import type { SyncProgress } from "../sync/sync_options.ts";
 import type { Session } from "./_session.ts";
 import { counted, itemsPerSecond, statusLine } from "./_render.ts";
 
-/** Below this, a wait is pacing, not a hold worth a word. */
-const SHOWN_HOLD = 1000;
-
 /** What the run sent, as its limiter counts it for the run's priority. */
 type RateState = ReturnType<typeof rateState>;
 
@@ -72,7 +69,7 @@ export function progressLine(
   const tick = () => {
     const hold = rateHold(rate, now());
     const was = holding;
-    holding = hold >= SHOWN_HOLD;
+    holding = hold >= 1000; // a shorter wait is pacing, not a hold worth a word
     // Off a terminal: one line when a hold begins, not one a second.
     if (holding && (out.isTerminal || !was)) show(`${text}; ${holdText(hold)}`);
   };

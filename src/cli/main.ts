@@ -187,9 +187,6 @@ function invokedAs(): string {
 /** What Ctrl-C stops before the process ends (a list closing its output). */
 const interruptions = new Set<(exitCode: number) => void>();
 
-/** The signals that stop a run as Ctrl-C does (`timeout`, `docker stop` and systemd send SIGTERM), and their exit codes. */
-const STOPS = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 } as const;
-
 /** Runs the tool as the program: the process's own I/O and arguments, Ctrl-C, and its exit code. */
 export async function runAsProgram(): Promise<never> {
   // A command that can end cleanly does (main returns the signal's code); otherwise end the line progress was on, so
@@ -204,8 +201,9 @@ export async function runAsProgram(): Promise<never> {
     }
     Deno.exit(exitCode);
   };
-  for (const [signal, exitCode] of Object.entries(STOPS)) {
-    // Windows has SIGINT alone of these.
+  // These stop a run as Ctrl-C does (`timeout`, `docker stop` and systemd send SIGTERM); Windows has SIGINT alone.
+  const stops = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 };
+  for (const [signal, exitCode] of Object.entries(stops)) {
     tried(() =>
       Deno.addSignalListener(signal as Deno.Signal, () => interrupt(exitCode))
     );

@@ -38,8 +38,6 @@ import type {
 export type * from "./types.ts";
 
 const NAME = "@partner-api/client";
-/** The quota buckets the service documents; the gauge records no other. */
-const DOCUMENTED_BUCKETS = new Set(["per_hour", "per_day"]);
 
 /**
  * Returns an `onEvent` listener that records the module's events as spans and
@@ -140,8 +138,8 @@ function tokenRequest(
   );
   tried(() => meter.tokenRequests.add(1, { "partner_api.outcome": outcome }));
   for (const { bucket, remaining } of event.quota ?? []) {
-    // Server-chosen names would each be a new series in the user's metrics store.
-    if (!DOCUMENTED_BUCKETS.has(bucket)) continue;
+    // The documented buckets alone: server-chosen names would each be a new series in the user's metrics store.
+    if (bucket !== "per_hour" && bucket !== "per_day") continue;
     const ofBucket = { "partner_api.quota.bucket": bucket };
     tried(() => meter.quotaRemaining.record(remaining, ofBucket));
   }
