@@ -11,6 +11,7 @@ import {
   type WindowState,
 } from "./_window_rules.ts";
 import { isTime } from "../core/token_values.ts";
+import { fieldsOf } from "../core/_check.ts";
 
 /** The epoch of a window written by a version without epochs (0.3). */
 const FIRST_EPOCH = "v1";
@@ -19,8 +20,7 @@ const MOST_ENTRIES = 4096;
 
 /** The stored value as a window, broken entries left out; `undefined`: not a window (one lost). */
 export function readState(value: unknown): WindowState | undefined {
-  if (typeof value !== "object" || value === null) return undefined;
-  const stored = value as Record<string, unknown>;
+  const stored = fieldsOf(value) ?? {};
   const { sends, line, holders, block } = stored;
   if (
     !isList(sends) || !isList(line) || !isList(holders) || !isTime(block)

@@ -212,14 +212,8 @@ function outcome(
   wait: number,
   reseed: boolean,
 ) {
-  return {
-    state,
-    granted,
-    wait,
-    holders: state.holders.length,
-    epoch: state.epoch,
-    reseed,
-  };
+  const { holders, epoch } = state;
+  return { state, granted, wait, holders: holders.length, epoch, reseed };
 }
 
 /** Answers as `[send, ms answered, ms from its writing (-1: unknown)]`: each counts from then. */
