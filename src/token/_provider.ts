@@ -122,24 +122,18 @@ export class CachingTokenProvider implements TokenProvider {
     const refused = ledgerToken(accessToken, cached, this.#rejected);
     const now = this.#now();
     let verdict: "retry" | "renew" | "keep" = "keep";
-    const record = await this.#store.change(
-      (record) => {
-        const known = latest(record?.renewal, this.#renewal);
-        const renewal = this.#local.readIn(known, "at", now);
-        const stored = record?.token;
-        const mine = this.#cache.held?.token;
-        const current = freshestToken(stored, mine, this.#rejected);
-        verdict = unauthorizedVerdict(
-          { renewal, current, stored },
-          refused,
-          now,
-        );
-        return verdict === "renew"
-          ? renewedRecord(record, refused, this.#local.mark(now, now))
-          : undefined;
-      },
-      () => this.#record(),
-    );
+    const judge = (record: TokenRecord | undefined) => {
+      const known = latest(record?.renewal, this.#renewal);
+      const renewal = this.#local.readIn(known, "at", now);
+      const stored = record?.token;
+      const mine = this.#cache.held?.token;
+      const current = freshestToken(stored, mine, this.#rejected);
+      verdict = unauthorizedVerdict({ renewal, current, stored }, refused, now);
+      return verdict === "renew"
+        ? renewedRecord(record, refused, this.#local.mark(now, now))
+        : undefined;
+    };
+    const record = await this.#store.change(judge, () => this.#record());
     if (record !== undefined) this.#takeRecord(record);
     if (verdict === "keep") return false;
     this.#cache.drop(accessToken);
