@@ -8,7 +8,6 @@ import {
   requireOptions,
   typeError,
 } from "../core/_check.ts";
-
 import { type PageRequest, pageSearchParams } from "./paginate.ts";
 import { flatten, pageConfig, type Walked, walkPages } from "./_walk.ts";
 import type { ListOptions, Page } from "./pages.ts";

@@ -128,7 +128,6 @@ class SlidingWindowLimiter implements RateLimiter {
     return slotWait(this.#window, this.limit.interval, now, share) === 0;
   }
 
-  /** Reads the clock, and keeps the reading. */
   #read(): number {
     return this.#last = this.#now();
   }
