@@ -1,6 +1,6 @@
 // Internal: a copy's files, opened the one safe way: never through a symbolic link (another user's link beside the
-// copy must not redirect a write), never truncated, new ones exclusive and 0600, replaced whole only through a
-// temporary file of this run's own and a rename. Every failure is a SyncError naming the file.
+// copy must not redirect a write), never truncated, new ones exclusive and 0600, replaced whole only by renaming a
+// temporary file of the run's own over them. Every failure is a SyncError naming the file.
 
 import { createHash } from "node:crypto";
 import {
@@ -18,15 +18,14 @@ import { SyncError } from "./sync_error.ts";
 import { tried } from "../core/_check.ts";
 
 const { O_RDONLY, O_RDWR, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
-// A FIFO swapped in answers at once instead of holding the run.
-const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
+const O_NONBLOCK = constants.O_NONBLOCK ?? 0; // a FIFO swapped in answers at once instead of holding the run
 const FILE_MODE = 0o600;
 const NEW = O_WRONLY | O_CREAT | O_EXCL;
 
 /**
- * What is at `path`, or undefined. `plain`: a file no user makes (a lock, a rewrite, SQLite's journals), so a second name
- * of one was planted, and a folder (whose nlink counts its entries) is no file at all.
- * @throws {SyncError} (`"link"`) For a symbolic link, or a hard link `plain`; (`"file"`) For what is not a file, `plain`.
+ * What is at `path`, or undefined. `plain`: a file no user makes (a lock, a rewrite, SQLite's journals): a second name
+ * of one was planted, a folder (whose nlink counts its entries) is no file. @throws {SyncError} (`"link"`) For a
+ * symbolic link, or a hard link `plain`; (`"file"`) For what is not a file, `plain`.
  */
 export async function statOf(path: string, plain = false) {
   const info = await lstat(path).catch((error) => {
@@ -40,8 +39,8 @@ export async function statOf(path: string, plain = false) {
 }
 
 /**
- * Which file `path` names now (device:inode), to tell later it was replaced; looked up at `at` (absolute: a changed
- * working folder changes nothing). @throws {SyncError} (`"file"`) When there is none, or it cannot be looked at.
+ * Which file `path` names now (device:inode, looked up at `at`), to tell later it was replaced.
+ * @throws {SyncError} (`"file"`) When there is none, or it cannot be looked at.
  */
 export function identityOf(path: string, at: string = path): string {
   try {
@@ -86,7 +85,7 @@ export async function openFile(path: string, how: How, tries = 3) {
   // and the check of the handle below before anyone writes through it.
   const file = await open(path, flags | O_NOFOLLOW | O_NONBLOCK, FILE_MODE)
     .catch(async (error) => {
-      // A link that the open could not follow (dangling, or O_EXCL met it).
+      // A link the open could not follow (dangling, or O_EXCL met it).
       const info = await lstat(path).catch(() => undefined);
       if (code(error) === "ELOOP" || info?.isSymbolicLink()) {
         throw refused(path, LINK, info);
@@ -228,8 +227,7 @@ export async function replaceFile(path: string, text: string, run: string) {
     await renameFile(temporary, path);
   } catch (error) {
     await file?.close().catch(() => {}); // closed already, or not
-    // Each failed run would leave one; one made, then refused (no read permission on it), too: removed, by a random
-    // name no other file has, even through a link.
+    // Else each failed run would leave one (also one made, then refused): its random name is no other file's.
     await unlink(temporary).catch(() => {});
     throw error;
   }

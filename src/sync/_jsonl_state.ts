@@ -1,5 +1,5 @@
-// Internal: the JSONL sink's side file, read back only when whole and of this format (or 0.3's); the check of a copy
-// against it before any write; and the copy's lines.
+// Internal: the JSONL sink's side file, read back only when whole and of this format (or 0.3's), the check of a copy
+// against it before any write, and the copy's lines.
 
 import type { SyncCheckpoint, SyncWriteContext } from "./sink.ts";
 import { count, isCheckpoint, parsedJson, shape, text } from "./_checkpoint.ts";
@@ -49,7 +49,7 @@ export interface Committed {
     readonly checkpoint: SyncCheckpoint;
     readonly end: FileEnd;
     /** The rewrite's file (`identityOf`): renamed, the copy is that file. */
-    readonly file?: string;
+    readonly file: string;
   };
 }
 
@@ -105,11 +105,7 @@ function isEnd(value: unknown): value is FileEnd {
 }
 
 const isRewrite = shape({ end: isEnd, cycle: count, mainAt: count });
-const isReplaced = shape({
-  checkpoint: isCheckpoint,
-  end: isEnd,
-  file: (v) => v === undefined || text(v),
-});
+const isReplaced = shape({ checkpoint: isCheckpoint, end: isEnd, file: text });
 type Replaced = NonNullable<Committed["replaces"]>;
 
 /** Checks the copy (and a rewrite) against its side file; reads only. @throws {SyncError} (`"sink-mismatch"`, `"link"`, `"file"`) */
@@ -171,39 +167,36 @@ export async function expectEnd(
 }
 
 /**
- * A cycle recorded complete, by the files (an older record, by the ends): its rewrite still to be renamed over the
- * copy; renamed (then as if the record said so); or gone before the rename (removed, as a link's refusal says, or
- * replaced by a new cycle's), when what was committed before stands and the cycle begins again.
+ * A cycle recorded complete, by the files: its rewrite still to be renamed over the copy; renamed (then as if the
+ * record said so); or gone before the rename (removed, as a link's refusal says, or replaced by a new cycle's), when
+ * what was committed before stands and the cycle begins again.
  */
 async function renamingState(
   files: CopyFiles,
   committed: Committed,
 ): Promise<Committed> {
-  const { replaces } = committed, recorded = replaces?.file;
+  const { replaces, checkpoint, end } = committed;
   const rewrite = await statOf(files.rewrite) &&
     tried(() => identityOf(files.rewrite));
-  if (replaces === undefined && rewrite) {
-    await expectEnd(files, files.rewrite, committed.end);
+  if (rewrite && replaces === undefined) {
+    await expectEnd(files, files.rewrite, end);
     return committed;
   }
-  const ours = recorded === undefined || rewrite === recorded;
-  if (rewrite && ours && await endsAt(files, files.rewrite, committed.end)) {
-    return committed;
-  }
+  const ours = rewrite && rewrite === replaces?.file;
+  if (ours && await endsAt(files, files.rewrite, end)) return committed;
   // Renamed: the copy holds the cycle's end, and is the rewrite's file or not the copy before (a restored copy, or one
   // moved to another disk, is another file).
   const renamed = replaces === undefined ||
-    await endsAt(files, files.copy, committed.end) &&
-      (tried(() => identityOf(files.copy)) === recorded ||
+    await endsAt(files, files.copy, end) &&
+      (tried(() => identityOf(files.copy)) === replaces.file ||
         !await endsAt(files, files.copy, replaces.end));
   if (renamed) {
-    const { checkpoint, end } = committed;
     await expectEnd(files, files.copy, end);
     return { checkpoint, end, unsaved: true };
   }
   await expectEnd(files, files.copy, replaces.end);
-  const { sweep: _, ...checkpoint } = replaces.checkpoint;
-  return { checkpoint, end: replaces.end, unsaved: true };
+  const { sweep: _, ...before } = replaces.checkpoint;
+  return { checkpoint: before, end: replaces.end, unsaved: true };
 }
 
 /** Whether `path` holds `end` (`expectEnd` passes). */
@@ -230,16 +223,15 @@ export async function* copyRows(
   // Not this run's item: the line is its id (the guard leaves it to the cycle's end).
   const idOf = (item: unknown, line: string) =>
     tried(() => keyOf(item).id) ?? line;
-  const under = committed.renaming ? undefined : committed.rewrite;
+  const { renaming, rewrite } = committed;
+  const under = !renaming && rewrite?.cycle === cycle ? rewrite : undefined;
   const seen = new Set<string>(), listed = new Set<string>();
-  if (under?.cycle === cycle) {
-    for await (const read of linesOf(files.rewrite, under.end.length)) {
-      const items = itemsOf(files, read);
-      items.forEach((item, i) => seen.add(idOf(item, read.lines[i]!)));
-    }
+  for await (const read of linesOf(files.rewrite, under?.end.length ?? 0)) {
+    const items = itemsOf(files, read);
+    items.forEach((item, i) => seen.add(idOf(item, read.lines[i]!)));
   }
-  const path = committed.renaming ? files.rewrite : files.copy;
-  const mainAt = under?.cycle === cycle ? under.mainAt : Infinity;
+  const path = renaming ? files.rewrite : files.copy;
+  const mainAt = under?.mainAt ?? Infinity;
   for await (const read of linesOf(path, committed.end.length)) {
     const { lines, ends } = read, parsed = itemsOf(files, read);
     for (let i = 0; i < lines.length; i++) {
@@ -309,7 +301,7 @@ export type Lines = {
   before: number;
 };
 
-/** The items of JSON texts, parsed as one array (V8 parses it faster than each), else each alone (as before). */
+/** The items of JSON texts, parsed as one array (V8 parses it faster than each), else each alone. */
 function parsedItems(all: readonly string[]): unknown[] {
   const items = parsedJson(`[${all}]`) as unknown[] | undefined; // JSON.stringify's texts
   return items?.length === all.length ? items : all.map((t) => JSON.parse(t));
@@ -366,12 +358,9 @@ export function itemLines(
   let lines = "";
   items.forEach((item, i) => {
     const text = tried(() => JSON.stringify(item));
-    if (text === undefined || !readsBack(item, text, keyOf)) {
-      skipped.push(ids[i]!);
-    } else {
-      lines += `${text}\n`;
-      written.push(ids[i]!);
-    }
+    const stored = text !== undefined && readsBack(item, text, keyOf);
+    (stored ? written : skipped).push(ids[i]!);
+    if (stored) lines += `${text}\n`;
   });
   return { lines, written, skipped };
 }

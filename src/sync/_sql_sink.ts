@@ -20,10 +20,7 @@ export const CHECKPOINT_TABLE = "partner_api_sync";
 export const LEASE_TABLE = "partner_api_sync_lease";
 /** A sweep cycle's items the copy lacks, per table, held until the cycle completes and its guard passes. */
 export const STAGE_TABLE = "partner_api_sync_stage";
-/**
- * The ids each sweep cycle saw, per table, appended as a run writes them: a cycle's unseen rows are the live rows its log
- * lacks (marking each row instead rewrote every row of the copy each cycle).
- */
+/** The ids each sweep cycle saw, per table: its unseen rows are the live rows it lacks (marking rows rewrote them all). */
 export const SEEN_TABLE = "partner_api_sync_seen";
 export const CHANGE_KINDS = "change IN ('insert', 'update', 'delete')";
 
@@ -44,7 +41,7 @@ export interface SqlDialect {
   readonly keepsChanges: boolean;
   /** The copy's state, read without changing anything (a wait for a lock stops at `signal`). */
   read(signal?: AbortSignal): Answer<CopyState>;
-  /** Before a run's lease: the tables, created once the copy passed (what it answers is awaited, then dropped). */
+  /** Before a run's lease: the tables, created once the copy passed (its answer awaited, then dropped). */
   prepare(signal?: AbortSignal): Answer<unknown>;
   /** Takes the lease for `token` if free, its own or stale; else who holds it. */
   take(token: string): Answer<{ taken: string } | { holder: string }>;
@@ -80,7 +77,7 @@ export function sqlSink<T>(
   options: { lockWait: number; onLockWait?: (holder: string) => void },
 ): SyncSink<T> & KeyedCopy {
   let checked: Checked | undefined, owner: string | undefined;
-  let signal: AbortSignal | undefined;
+  let signal: AbortSignal | undefined; // the run's, from lock()
   const check = async (signal?: AbortSignal) =>
     checked = judgeCopy(await dialect.read(signal), dialect);
   // Every step rejects with what the dialect makes of its failure.

@@ -1,5 +1,4 @@
-// Internal: the SQLite dialect's statements: what a copy holds, its tables, and batches (each a savepoint with its
-// checkpoint, in `Commits`).
+// Internal: the SQLite dialect's statements: what a copy holds, its tables, and batches (each a savepoint, `Commits`).
 
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { guardCycleEnd } from "./_deletes.ts";
@@ -42,8 +41,8 @@ function tablesOf(db: DatabaseSync, table: string) {
 export function readCopy(db: DatabaseSync, table: string, target: string) {
   const { foreign, items } = tablesOf(db, table);
   if (foreign !== undefined) return { checkpoint: undefined, rows: 0, foreign };
-  const count = () => db.prepare(`SELECT count(*) AS n FROM ${table}`).get()!;
-  const rows = items ? Number(count().n) : 0;
+  const count = `SELECT count(*) AS n FROM ${table}`;
+  const rows = items ? Number(db.prepare(count).get()!.n) : 0;
   const checkpoints = columnsOf(db, kit.CHECKPOINT_TABLE);
   if (checkpoints.length === 0) return { checkpoint: undefined, rows };
   const meta = checkpoints.includes("rows INTEGER")
@@ -207,7 +206,7 @@ export function changeTable(db: DatabaseSync, table: string, at: string) {
 export type ChangeStatements = ReturnType<typeof changeTable>;
 
 /** Where a batch goes: the statements, the copy, the time, the change table. */
-export interface Place {
+interface Place {
   readonly st: Statements;
   readonly target: string;
   readonly what: string;
@@ -363,10 +362,5 @@ export function failureOf(
 }
 
 /** Another file at `path`: a copy this sink did not make, as a JSONL file of other lines is. */
-export function notSqlite(path: string): SyncError {
-  return sinkMismatch(
-    path,
-    "it is not a SQLite database",
-    "sync into a new file",
-  );
-}
+export const notSqlite = (path: string): SyncError =>
+  sinkMismatch(path, "it is not a SQLite database", "sync into a new file");

@@ -1,12 +1,11 @@
 // Internal: which writes without lock() of one JSONL sink still stand on what their callers saw. A caller sees the copy
-// through load() and through the sink's commits; it may call writes without awaiting them, each built on the ones
-// before (a pipeline). The sink cannot know what a batch was built on, so it judges by time: a write stands while the
-// copy changed only by the sink's writes in line since its caller's last sight of it (or its call, never seen: from
-// the sink's first look, at the first write's turn), and no write of the sink failed since its caller's last load()
-// or commit under lock() (outside reviews r100 to r107 found every narrower rule letting an older checkpoint stand;
-// writes under lock() are not judged: one built on a failed one is the caller's own). Every load() of the sink
-// is its caller's: a poll of the copy while the sink writes is another sink's (docs/sync.md), or it tells writes built
-// on a failed one that their caller saw it.
+// through load() and the sink's commits, and may pipeline writes, each built on the ones before. Not knowing what a
+// batch was built on, the sink judges by time: a write stands while the copy changed only by the sink's writes in line
+// since its caller's last sight of it (never seen: since the sink's first look, at the first write's turn), and no write
+// of the sink failed since its caller's last load() or commit under lock() (reviews found every narrower rule letting an
+// older checkpoint stand). Writes under lock() are not judged: one built on a failed one is the caller's own. Every
+// load() is the caller's: a poll while the sink writes belongs on another sink (docs/sync.md), or it would tell writes
+// built on a failed one that their caller saw it.
 
 /** What a write in line was called after: its caller's last sight of the copy, and last load(). */
 export type Sighting = Readonly<{ seen: number; loaded: number }>;
@@ -26,9 +25,9 @@ export class UnlockedWrites {
   /** The copy's look, as a check found it now: another than the one known is a change the sink did not make. */
   checked(look: string): void {
     const at = ++this.#clock;
-    // Dated now, the first look after it: a caller saw the copy only at a check (a load()) or at a commit, which its
-    // check (or a lock held since one) came before, so none saw this (dated after the look before, a write called
-    // between the two was taken for one that saw it: r106 F1).
+    // Dated just before this look: a caller saw the copy only at a check (a load()) or a commit, which its check (or a
+    // lock held since one) came before, so none saw the change (dated after the look before, a write called between
+    // the two was taken for one that saw it).
     if (this.#known && this.#known.look !== look) this.#changed = at - 0.5;
     this.#known = { look, at };
   }
@@ -40,7 +39,7 @@ export class UnlockedWrites {
 
   /**
    * The sink committed `look`; `locked`, under lock(): a change no write in line called before it was built on, and its
-   * caller's own, as a load() is (a retry under the lock after a failure: r106 F2).
+   * caller's own, as a load() is (a retry under the lock after a failure).
    */
   committed(look: string, locked: boolean): void {
     this.#known = { look, at: ++this.#clock };
@@ -53,7 +52,7 @@ export class UnlockedWrites {
     this.#failed = ++this.#clock;
   }
 
-  /** What a write in line called now is built on: never seen, the copy as it stands at the call (r105 F3). */
+  /** What a write in line called now is built on: never seen, the copy as it stands at the call. */
   sighting(): Sighting {
     return { seen: this.#seen ?? ++this.#clock, loaded: this.#loaded };
   }

@@ -102,7 +102,7 @@ const lookOf = (committed: Committed | undefined) =>
 /** What a write is given: items, their checkpoint, their ids, the run's context. */
 type Batch = Parameters<SyncSink<unknown>["write"]>;
 
-/** Why a write is refused, by what `UnlockedWrites` found (without `lock()`), and what to do instead. */
+/** Why a write without `lock()` is refused (what `UnlockedWrites` found), and what to do instead. */
 const REFUSED = {
   changed:
     "it was committed to since this sink's caller last saw it (by another run, by this sink under its lock(), or by a write of this sink that failed after its commit)",
@@ -114,13 +114,12 @@ const REFUSED = {
 /** One JSONL copy, its side file and its lock, as one run sees them. */
 class JsonlCopy {
   readonly #files: CopyFiles;
-  /** The writes without `lock()` under way, one after another, each under a lock of its own. */
+  /** The writes without `lock()`, one after another, each under a lock of its own, and what their callers saw. */
   #writes: Promise<unknown> = Promise.resolve();
-  /** What its callers saw of the copy, and how it changed since: which writes in line still stand. */
   readonly #unlocked = new UnlockedWrites();
-  /** Reads and writes of the copy's state, one at a time: a load() read before a commit and set after put an older state back. */
+  /** Steps on the copy's state, one at a time: a load() read before a commit and set after put an older state back. */
   #turn: Promise<unknown> = Promise.resolve();
-  /** The lock the user (or its run) took with `lock()`, while held; the writes under it, which its release waits for. */
+  /** The lock `lock()` took, while held; the writes under it, which its release waits for. */
   #userLock: FileLock | undefined;
   #userWrites: Promise<unknown> = Promise.resolve();
   readonly #options: JsonlSinkOptions & { lockWait: number };
@@ -163,9 +162,8 @@ class JsonlCopy {
   }
 
   /**
-   * Once the run holds the copy, before any write: a completed cycle's pending rename is finished, and a state the
-   * check decided is recorded (a run that wrote nothing left the copy short of its cycle, and the record undecided).
-   * Never from `load()`, which changes nothing, whoever calls it.
+   * Once the run holds the copy, before any write: finishes a completed cycle's pending rename, or records a state the
+   * check decided (a run that wrote nothing left it undecided). Never from `load()`, which changes nothing.
    */
   async #settle(): Promise<void> {
     const committed = this.#committed;
@@ -177,14 +175,11 @@ class JsonlCopy {
     return this.#userLock = await this.#take(signal);
   }
 
-  /**
-   * Takes the copy's lock, then checks the copy, lets `judge` refuse it as it stands (before anything changes), and
-   * settles it; the lock, released on a failure.
-   */
+  /** Takes the copy's lock, checks the copy, lets `judge` refuse it before anything changes, settles it; released on a failure. */
   async #take(signal: AbortSignal | undefined, judge?: () => void) {
-    const { lockWait, onLockWait, now } = this.#options;
-    const wait = { signal, wait: lockWait, onWait: onLockWait };
-    const taken = await takeFileLock(`${this.#files.copy}.lock`, wait, now);
+    const { lockWait: wait, onLockWait: onWait, now } = this.#options;
+    const path = `${this.#files.copy}.lock`;
+    const taken = await takeFileLock(path, { signal, wait, onWait }, now);
     // Released, it is no longer this sink's: a write after the run is one without lock(), not a lost lock.
     let released: Promise<void> | undefined; // a second release waits for the first
     const lock = {
@@ -241,14 +236,12 @@ class JsonlCopy {
   }
 
   /**
-   * A write without `lock()` takes the copy's lock for itself, one such write of this sink at a time, and writes from
-   * the copy as it then stands: another process's run may hold it meanwhile. Refused (`"sink-mismatch"`) if the copy
-   * changed since its caller last saw it (a `load()`, or a commit of this sink; never, since the call, as far as the
-   * sink has looked: a sink never loaded writes its first write unjudged) other than by this sink's writes without
-   * `lock()` called before it (another run, the sink under its `lock()`, a write of its own that failed after its
-   * commit), or if a write of this sink failed since the caller's last `load()` or commit under `lock()`: an older
-   * checkpoint would be put back, or one counting items never written. Every `load()` of this sink is its writer's: a
-   * poll belongs on a sink of its own.
+   * A write without `lock()` takes the copy's lock for itself, one such write at a time, and writes from the copy as it
+   * then stands (another process's run may hold it meanwhile). Refused (`"sink-mismatch"`), lest an older checkpoint
+   * be put back or one count items never written, when the copy changed since its caller last saw it (a `load()` or a
+   * commit of this sink; a sink never loaded: since its first look) other than by this sink's writes without `lock()`
+   * called before it, or when a write of this sink failed since the caller's last `load()` or commit under `lock()`.
+   * Every `load()` of this sink is its writer's: a poll belongs on a sink of its own.
    */
   write(...batch: Batch) {
     if (this.#lock !== undefined && this.#lock === this.#userLock) {
@@ -259,8 +252,9 @@ class JsonlCopy {
     const sighting = this.#unlocked.sighting();
     const judge = () => {
       const why = this.#unlocked.refusal(sighting);
-      if (why === undefined) return;
-      throw sinkMismatch(this.#files.copy, REFUSED[why], REFUSED.instead);
+      if (why) {
+        throw sinkMismatch(this.#files.copy, REFUSED[why], REFUSED.instead);
+      }
     };
     const write = this.#writes.then(async () => {
       try {
@@ -288,7 +282,7 @@ class JsonlCopy {
       this.#unlocked.committed(lookOf(this.#committed), locked);
       return done;
     } catch (error) {
-      this.#unlocked.failed(); // under lock() too: a write without it after the release (r105 F6)
+      this.#unlocked.failed(); // under lock() too: for a write without it after the release
       throw error;
     }
   }
@@ -309,9 +303,14 @@ class JsonlCopy {
       const updated = known ? known.size : 0;
       return { inserted: written.length - updated, updated, skippedIds };
     }
-    const under = now.rewrite?.cycle === context.cycle
-      ? now.rewrite
-      : await startCycle(this.#files, now.end, context.cycle);
+    let under = now.rewrite;
+    if (under?.cycle !== context.cycle) {
+      // A new cycle's rewrite: an empty file of its own (a link there refused, not removed); the copy as it stands.
+      await statOf(rewritePath, true);
+      await unlink(rewritePath).catch(() => {});
+      await (await openFile(rewritePath, "create")).close();
+      under = { end: EMPTY, cycle: context.cycle, mainAt: now.end.length };
+    }
     const held = await this.#linesHeld(batch, { ...now, rewrite: under });
     const end = await this.#append(rewritePath, under.end, lines + held);
     const rewrite = { ...under, end };
@@ -342,9 +341,8 @@ class JsonlCopy {
   }
 
   /**
-   * The copy's last line of each item the batch skipped that the cycle under way has not met (no line in its rewrite,
-   * nor the head's since it began), written again: the cycle keeps it as it was, as SQL sinks keep its row, seen. Read
-   * only when a batch skips one.
+   * The copy's last line of each item the batch skipped that the cycle under way has not met (in its rewrite, or the
+   * head's since it began), written again: the cycle keeps it as it was, as SQL sinks keep its row, seen.
    */
   async #linesHeld(
     { written, skipped, keyOf }: HeldBatch,
@@ -363,8 +361,8 @@ class JsonlCopy {
   }
 
   /**
-   * The rewrite and `tail`, without the lines `drop` names (an item's earlier lines), written over the rewrite. The
-   * record names no rewrite meanwhile: a run killed here begins the cycle again, the copy as it stands.
+   * The rewrite and `tail` without the lines `drop` names (an item's earlier lines), over the rewrite; the record names
+   * no rewrite meanwhile: a run killed here begins the cycle again.
    */
   async #dropLines(end: FileEnd, tail: string, drop: readonly number[]) {
     const { checkpoint, end: copyEnd } = this.#committed!;
@@ -379,8 +377,7 @@ class JsonlCopy {
     await this.#lock?.assertHeld();
     // A new copy's side file first: a run killed in its first batch leaves a copy the next run knows as begun.
     if (!this.#committed) await this.#save({ checkpoint: null, end: EMPTY });
-    // A cycle's rename that failed in an earlier write under this lock.
-    await this.#settle();
+    await this.#settle(); // a cycle's rename that failed in an earlier write under this lock
     return this.#committed!;
   }
 
@@ -407,8 +404,8 @@ class JsonlCopy {
     if (bytes.length === 0) return from; // nothing checked or cut: not yet this run's file
     const file = await openToWrite(path, from.length === 0);
     try {
-      // The last look before the cut: no lines past ours but those of its own write whose commit failed (a write after
-      // it may count their items: refused as after any failed write), else this run lost the copy; the lock ours.
+      // The last look before the cut, the lock ours: lines past the committed end are a write's of ours whose commit
+      // failed (refused as after any failed write: a write after it may count their items), else this run lost the copy.
       const size = (await file.stat()).size;
       const left = this.#ours.get(path);
       await this.#lock?.assertHeld();
@@ -416,9 +413,8 @@ class JsonlCopy {
         if (size !== left) throw lockLost(path);
         throw sinkMismatch(this.#files.copy, REFUSED.failed, REFUSED.instead);
       }
-      // Shorter than committed, or (at the run's first write: later, its lines are this run's) its first or last
-      // line another, though the lock is ours: another process removed, cut or replaced it. Never a write past its end:
-      // that hole would read as NUL bytes.
+      // Shorter than committed, or (at the run's first write) its first or last line another, though the lock is ours:
+      // another process removed, cut or replaced it. Never a write past its end: that hole would read as NUL bytes.
       const cut = "another process removed or cut it";
       if (size < from.length) throw fileError(path, "write", new Error(cut));
       if (left === undefined) await expectEnd(this.#files, path, from);
@@ -435,11 +431,3 @@ class JsonlCopy {
 
 /** A batch's lines, its ids as written and skipped, and its run's key reader. */
 type HeldBatch = ReturnType<typeof itemLines> & { keyOf: KeyOf | undefined };
-
-/** A new cycle's rewrite: an empty file of its own, and the copy as it stands. */
-async function startCycle(files: CopyFiles, main: FileEnd, cycle: number) {
-  await statOf(files.rewrite, true); // a link there is refused, not removed
-  await unlink(files.rewrite).catch(() => {});
-  await (await openFile(files.rewrite, "create")).close();
-  return { end: EMPTY, cycle, mainAt: main.length };
-}

@@ -1,5 +1,4 @@
-// A sync sink on SQLite through node:sqlite: the SQLite dialect of the SQL kit (_sql_sink.ts: the flow,
-// _sqlite_sql.ts: the statements).
+// A sync sink on SQLite through node:sqlite: the SQL kit's (_sql_sink.ts) SQLite dialect; statements in _sqlite_sql.ts.
 
 import process from "node:process";
 import { resolve } from "node:path";
@@ -129,7 +128,7 @@ export function createSqliteSink<T>(
     dialect.close();
     if (owned && db.isOpen) db.close();
   };
-  // A plain object, as before: a user may spread it to wrap a method.
+  // A plain object: a user may spread it to wrap a method.
   const sink = kit.sqlSink<T>(dialect, { ...options, lockWait });
   return { ...sink, close, [Symbol.dispose]: close };
 }
@@ -145,13 +144,13 @@ class SqliteDialect implements kit.SqlDialect {
   readonly #now: () => number;
   readonly #stale: (name: string, lock: LockSighting) => boolean;
   readonly #file: string | undefined;
+  /** Where the file is looked up (a changed working folder changes nothing), and its `identityOf` when checked. */
+  readonly #absolute: string | undefined;
+  #identity: string | undefined;
   readonly commits: Commits;
   #prepared: Statements | undefined;
   #changes: ChangeStatements | undefined;
   #keyed: ReturnType<typeof keyedCopy> | undefined;
-  /** The database file as the copy was checked (`identityOf`), and where it is looked up. */
-  #identity: string | undefined;
-  readonly #absolute: string | undefined;
 
   constructor(
     db: DatabaseSync,
@@ -178,11 +177,10 @@ class SqliteDialect implements kit.SqlDialect {
     // per item, and each checkpoint syncs them all. Committed batches survive a killed process either way.
     const journal =
       "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 16384; PRAGMA cache_size = -65536";
-    const { commits } = this, db = this.#db;
     if (this.#file !== undefined) {
-      await commits.whenFree(signal, () => db.exec(journal) ?? true);
+      await this.commits.whenFree(signal, () => this.#db.exec(journal) ?? true);
     }
-    await commits.whenFree(signal, () => this.#statements());
+    await this.commits.whenFree(signal, () => this.#statements());
   }
 
   /** The statements (the tables made in SQLite's busy wait, where `prepare` did not make them: a read without a run). */
@@ -199,13 +197,12 @@ class SqliteDialect implements kit.SqlDialect {
       this.#identity = identityOf(this.#file, this.#absolute);
       assertOpenedAt(this.#file, tried(() => this.#db.location()));
     }
-    // Shorter than SQLite's least page (512 bytes), SQLite takes a file as empty and writes over it (r138 F1), given
-    // open too (r140 F1).
+    // A file shorter than SQLite's least page (512 bytes), given by path or open, SQLite takes as empty and overwrites.
     const at = this.#file ?? tried(() => this.#db.location()) ?? undefined;
     const size = at ? (await stat(at).catch(() => undefined))?.size ?? 0 : 0;
     if (size > 0 && size < 512) throw notSqlite(at!);
-    // Empty beside a write-ahead log: SQLite writes the header first, so something else emptied it; SQLite would drop
-    // the log and the rows in it (r140 F2).
+    // Empty beside a write-ahead log (SQLite writes the header first: something else emptied it), SQLite would drop
+    // the log and its rows.
     const log = size === 0 && at ? await stat(`${at}-wal`).catch(() => {}) : 0;
     if (log && log.size > 0) {
       const why = "it is empty beside its -wal file, which holds its rows";
@@ -225,10 +222,8 @@ class SqliteDialect implements kit.SqlDialect {
   }
 
   take(token: string): { taken: string } | { holder: string } {
-    const st = this.#statements();
-    // No busy wait (it would block the thread a run of this process needs to commit its transaction and let go): a
-    // try another connection's lock keeps out is made again on timers.
-    const db = this.#db;
+    const st = this.#statements(), db = this.#db;
+    // No busy wait (it would block the thread a run of this process needs to commit and let go): tried again on timers.
     const answer = withinBusyWait(db, 0, () => this.#take(st, token));
     if (answer !== undefined) return answer;
     // Kept out: a live lease names its run (one of this process holds the lock to commit), else the connection.
@@ -243,8 +238,7 @@ class SqliteDialect implements kit.SqlDialect {
     const over = seen !== undefined && this.#stale(this.#target, seen);
     const unchanged = over ? [seen.owner, seen.refreshedAt] : [null, null];
     st.take.get(this.#target, token, at, at - STALE_AFTER, ...unchanged);
-    // Read back: RETURNING answers before the statement commits, and a commit refused at its end (outside WAL, under a
-    // reader) took nothing.
+    // Read back: RETURNING answers before the commit, which may be refused (outside WAL, under a reader).
     const holder = this.#holder(st);
     if (holder?.owner === token) {
       this.commits.held = token;
@@ -275,12 +269,11 @@ class SqliteDialect implements kit.SqlDialect {
   }
 
   // Neither waits long in SQLite for another connection's write lock (it blocks the thread): a refresh tries again on
-  // timers for most of the second until the next, so that a program of yours that keeps taking the lock does not make
-  // the lease go stale; a release tried once leaves a lease that goes stale.
+  // timers for most of the second until the next, lest a program of yours that keeps taking the lock make the lease
+  // go stale; a release tried once leaves a lease that goes stale.
   async refresh(token: string): Promise<void> {
     for (let tries = 1; this.#db.isOpen; tries++) {
-      const st = this.#statements();
-      const at = this.#now();
+      const st = this.#statements(), at = this.#now();
       const run = () => st.refresh.run(this.#target, token, at);
       if (withinBusyWait(this.#db, BUSY_STEP, run) || tries >= 5) return;
       await delay(BUSY_STEP);
@@ -308,7 +301,13 @@ class SqliteDialect implements kit.SqlDialect {
   readonly holds = () => true; // a row an older version stored with a NUL: logged seen through json_each, which keeps it
 
   async apply(write: kit.SqlBatch): Promise<kit.Applied> {
-    this.#checkFile();
+    // SQLite writes on to a file removed or replaced: a success nobody can open.
+    const file = this.#file, identity = this.#identity;
+    if (file && identity && identityOf(file, this.#absolute) !== identity) {
+      const why = "was replaced by another file while the run wrote it";
+      const message = `Cannot sync: ${file} ${why}; nothing more was written`;
+      throw new SyncError(message, "file", file);
+    }
     await this.prepare(write.signal); // a write without a run's lock()
     const st = this.#statements();
     const batch = { ...write, ...split(st, write) };
@@ -318,8 +317,9 @@ class SqliteDialect implements kit.SqlDialect {
     const at = new Date(this.#now()).toISOString();
     const { what } = this, target = this.#target, owner = write.owner;
     const done = this.commits.batch(() => {
-      const holder = st.holder.get(target) as { owner: string } | undefined;
-      if (owner !== undefined && holder?.owner !== owner) throw lockLost(what);
+      if (owner !== undefined && this.#holder(st)?.owner !== owner) {
+        throw lockLost(what);
+      }
       const changes = this.#changeTable(write, at);
       return applyBatch({ st, target, what, at, changes }, batch);
     });
@@ -356,24 +356,11 @@ class SqliteDialect implements kit.SqlDialect {
     this.#keyed ??= keyedCopy(this.#db, this.#table, this.#target);
     return this.#keyed(this.commits, ...ask);
   }
-
-  /** SQLite writes on to a file removed or replaced: a success nobody can open. @throws {SyncError} (`"file"`) */
-  #checkFile(): void {
-    const file = this.#file;
-    if (file === undefined || this.#identity === undefined) return;
-    if (identityOf(file, this.#absolute) === this.#identity) return;
-    throw new SyncError(
-      `Cannot sync: ${file} was replaced by another file while the run wrote it; nothing more was written`,
-      "file",
-      file,
-    );
-  }
 }
 
 /** Opens a database file (never through a link; a new one 0600). */
 function openDatabase(path: string): DatabaseSync {
   type Sqlite = typeof import("node:sqlite");
-  // No such module here: refused below.
   const sqlite = tried(() =>
     process.getBuiltinModule?.("node:sqlite") as Sqlite | undefined
   );
