@@ -61,14 +61,10 @@ export function nextTokenStep(
 ): Next<IssuedToken> {
   const { token, error } = outcome;
   if (token !== undefined) return { do: "done", value: token };
-  const wait = isRetryable(error)
-    ? retryDelay(
-      policy.backoff,
-      retries,
-      policy.random,
-      error.response && retryAfterMs(error.response.headers, now),
-    )
-    : undefined;
+  if (!isRetryable(error)) return { do: "fail", error };
+  const { response } = error;
+  const retryAfter = response && retryAfterMs(response.headers, now);
+  const wait = retryDelay(policy.backoff, retries, policy.random, retryAfter);
   if (wait === undefined) return { do: "fail", error };
   // Only network, timeout and status failures are retried.
   const { reason, status } = error as TokenRequestError & {

@@ -341,12 +341,9 @@ export class CachingTokenProvider implements TokenProvider {
     const record = this.#seenHere(stored, now);
     const blockedUntil = this.#local.read(record.blockedUntil, now);
     const failure = this.#local.readIn(record.failure, "until", now);
-    return settles(
-      { ...record, ...given({ blockedUntil, failure }) },
-      now,
-      this.#config.refreshMargin,
-      this.#rejected?.accessToken,
-    );
+    const read = { ...record, ...given({ blockedUntil, failure }) };
+    const { refreshMargin } = this.#config;
+    return settles(read, now, refreshMargin, this.#rejected?.accessToken);
   }
 
   /**
