@@ -46,10 +46,7 @@ export class Answers {
     }
   }
 
-  /**
-   * Before a take, as many as a take asks for of the answers the store missed whose hold may still count them: their
-   * slots free (a store that heard no answer keeps a send's slot for the hold, a minute, as if its process had died).
-   */
+  /** Before a take, up to a take's worth of the answers the store missed while their hold counts: else it keeps their slots. */
   async tellUnsaid(): Promise<void> {
     const now = this.#now();
     this.#unsaid = this.#unsaid.filter(({ at }) => now - at < HOLD);

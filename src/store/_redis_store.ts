@@ -138,8 +138,8 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   }
 
   /**
-   * Blocks until `holder` lets the lease go (an entry on its stream), at most `ms` and `pollInterval`:
-   * the record published, if any. One wait holds the connection; others meanwhile wait like a poll.
+   * Blocks until `holder` lets the lease go (an entry on its stream), at most `ms` and `pollInterval`: the record
+   * published, if any. One wait holds the connection; others meanwhile poll.
    */
   async #waitOn(
     blocking: RedisCommand,

@@ -50,10 +50,7 @@ export interface WindowState {
   readonly holders: readonly (readonly [string, number])[];
   /** No send before this (after a refusal). */
   readonly block: number;
-  /**
-   * Until when the window is short of what it lost (0: not): only sends written back count, so that
-   * a member not back yet keeps its slots.
-   */
+  /** Until when the window is short of what it lost (0: not): only sends written back count, so one not back keeps its slots. */
   readonly shortUntil: number;
   /** Sends written back while the window is short. */
   readonly reseeded: number;
