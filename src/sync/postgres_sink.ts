@@ -1,6 +1,5 @@
-// A sync sink on PostgreSQL through the user's query function, so any driver works: the PostgreSQL dialect of the
-// SQL kit (_sql_sink.ts: the flow, _postgres_sql.ts: the statements). Each batch is ONE statement and the lock a
-// lease row, because a pool may send statements on different connections.
+// A sync sink on PostgreSQL through the user's query function (any driver): the SQL kit's (_sql_sink.ts) PostgreSQL
+// dialect. Each batch is ONE statement and the lock a lease row: a pool may send statements on different connections.
 
 import { typeError } from "../core/_check.ts";
 import type { SinkLockOptions, SyncSink } from "./sink.ts";
@@ -158,7 +157,7 @@ class PostgresDialect implements kit.SqlDialect {
       checkpoints: catalog.checkpoints === "true",
       recorded: catalog.rows_type != null,
     };
-    this.#recording = (await this.#changeTableFound()).found === "true";
+    this.#recording = await this.#hasChangeTable();
     const foreign = foreignColumns(catalog);
     if (foreign !== undefined || (!has.items && !has.checkpoints)) {
       return { rows: 0, foreign };
@@ -208,7 +207,7 @@ class PostgresDialect implements kit.SqlDialect {
     const { sql, params } = writeStatement(table, write, target, changes, now);
     const row = await this.#row(sql, params).catch(async (error) => {
       // Its change table dropped during the run (to stop it)? Then the batch again, recorded only if asked.
-      const gone = changes && (await this.#changeTableFound()).found !== "true";
+      const gone = changes && !await this.#hasChangeTable();
       if (!gone) throw error;
       this.#changeTable.reset();
       this.#recording = false;
@@ -294,19 +293,17 @@ class PostgresDialect implements kit.SqlDialect {
     return (await this.#read(sql, params))[0] ?? {};
   }
 
-  /** What the catalog says of `<table>_changes`, read only. @throws {SyncError} (`"sink-mismatch"`) For one the sink did not make. */
-  async #changeTableFound(): Promise<Row> {
-    if (!this.keepsChanges) return {}; // none: PostgreSQL would cut the name to another's
+  /** Whether `<table>_changes` exists, read only. @throws {SyncError} (`"sink-mismatch"`) For one the sink did not make. */
+  async #hasChangeTable(): Promise<boolean> {
+    if (!this.keepsChanges) return false; // none: PostgreSQL would cut the name to another's
     const changes = kit.changeTableOf(this.#table);
     const found = await this.#row(CHANGES_CATALOG_SQL, [changes]);
     const made = found.columns === CHANGES_COLUMNS ||
       `${found.columns}, `.startsWith(`${CHANGES_COLUMNS}, item jsonb, `);
-    if (found.found === "true" && !made) {
-      const why =
-        `${changes} is not a change table this sink made (${found.columns})`;
-      throw sinkMismatch(this.what, why, `${this.instead}, or drop it`);
-    }
-    return found;
+    if (found.found !== "true" || made) return found.found === "true";
+    const why =
+      `${changes} is not a change table this sink made (${found.columns})`;
+    throw sinkMismatch(this.what, why, `${this.instead}, or drop it`);
   }
 
   /**
