@@ -13,7 +13,6 @@ export const STALE_AFTER = 5_000;
 /** How often a held lock is refreshed: well inside STALE_AFTER. */
 export const REFRESH_EVERY = 1_000;
 const POLL_EVERY = 100;
-
 const DEFAULT_LOCK_WAIT = 30_000;
 
 export function isStale(refreshedAt: number, now: number): boolean {
@@ -44,16 +43,11 @@ export function checkLockWait(
   requireFunction(options.onLockWait, context, "onLockWait");
   const value = options.lockWait;
   if (value === undefined) return DEFAULT_LOCK_WAIT;
-  if (
-    value === Infinity ||
-    (typeof value === "number" && value >= 0 && value <= MAX_TIMER_MS)
-  ) return value as number;
-  throw numberError(
-    value,
-    context,
-    "lockWait",
-    "must be a non-negative time in ms, at most 2147483647, or Infinity",
-  );
+  const time = typeof value === "number" && value >= 0 && value <= MAX_TIMER_MS;
+  if (time || value === Infinity) return value as number;
+  const rule =
+    "must be a non-negative time in ms, at most 2147483647, or Infinity";
+  throw numberError(value, context, "lockWait", rule);
 }
 
 export interface LockWait {
@@ -72,8 +66,7 @@ export async function waitForLock<L>(
   attempt: () => Promise<{ taken: L } | { holder: string }>,
 ): Promise<L> {
   // A wait, so on the steady clock: a wall clock stepped back holds nobody.
-  const clock = steadyClock();
-  const started = clock();
+  const clock = steadyClock(), started = clock();
   let told: string | undefined;
   while (true) {
     options.signal?.throwIfAborted();
@@ -86,13 +79,12 @@ export async function waitForLock<L>(
     told = result.holder;
     const left = started + options.wait - clock();
     if (left <= 0) {
-      throw new SyncError(
-        `Cannot sync: ${what} is held by ${result.holder}: try again once it ends (a run stopped less than ${
-          STALE_AFTER / 1000
-        } s ago lets go by itself)`,
-        "locked",
-        what,
-      );
+      const stale = `a run stopped less than ${
+        STALE_AFTER / 1000
+      } s ago lets go by itself`;
+      const message =
+        `Cannot sync: ${what} is held by ${result.holder}: try again once it ends (${stale})`;
+      throw new SyncError(message, "locked", what);
     }
     await delay(Math.min(POLL_EVERY, left), options.signal);
   }

@@ -112,7 +112,7 @@ export function createSql(T: string): string {
   END IF;`);
 }
 
-/** Creates the change table (quoted) of `table` if missing, first an insert of each live row (dated `at`); or gives 0.3's its `item`. */
+/** Creates the change table (quoted) of `table` if missing, first an insert of each live row (dated `at`). */
 export function createChangesSql(changes: string, table: string, at: string) {
   const [T, noTable, noItems] = [changes, absent(changes), absent(table)];
   const seed =
@@ -120,8 +120,7 @@ export function createChangesSql(changes: string, table: string, at: string) {
   return migration(`
   IF ${noTable} THEN CREATE TABLE ${T} (seq bigserial PRIMARY KEY, id text NOT NULL, change text NOT NULL CHECK (${kit.CHANGE_KINDS}), at timestamptz NOT NULL, item jsonb);
     IF NOT ${noItems} THEN ${seed}; END IF;
-  END IF;
-  IF ${lacks(T, "item")} THEN ALTER TABLE ${T} ADD COLUMN item jsonb; END IF;`);
+  END IF;`);
 }
 
 /** `IF ... THEN ...` steps under an advisory lock (two first runs would race in CREATE TABLE), no notices emitted. */
@@ -194,9 +193,9 @@ export const CHANGES_CATALOG_SQL =
   (SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum)
     FROM pg_attribute WHERE attrelid = to_regclass($1::text) AND attnum > 0 AND NOT attisdropped) AS columns`;
 
-/** The columns of a change table 0.3 made, as CHANGES_CATALOG_SQL reads them; then `item`, and any a consumer adds. */
+/** The columns of a change table the sink made, as CHANGES_CATALOG_SQL reads them; then any a consumer adds. */
 export const CHANGES_COLUMNS =
-  "seq bigint, id text, change text, at timestamp with time zone";
+  "seq bigint, id text, change text, at timestamp with time zone, item jsonb";
 
 /** The batch's rows as `[[id, item, key?], ...]` (a key when known), one JSON text. */
 export function postgresJson({ ids, texts, keys }: kit.Rows): string {

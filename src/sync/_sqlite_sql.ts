@@ -24,9 +24,9 @@ function tablesOf(db: DatabaseSync, table: string) {
   const items = columnsOf(db, table);
   const fixed = items.filter((c) => / KEY$|^(deleted_at|item) /.test(c));
   const ours = /^(deleted_at TEXT, )?id TEXT KEY, item TEXT$/;
-  // None, or a change table the sink made (0.3's lacked `item`), with any columns a consumer added after `item`.
+  // None, or a change table the sink made, with any columns a consumer added after `item`.
   const made =
-    /^(seq INTEGER KEY, id TEXT, change TEXT, at TEXT(, item TEXT(, .*)?)?)?$/;
+    /^(seq INTEGER KEY, id TEXT, change TEXT, at TEXT, item TEXT(, .*)?)?$/;
   const changes = kit.changeTableOf(table);
   const found = columnsOf(db, changes).join(", ");
   const foreign = items.length > 0 && !ours.test(fixed.sort().join(", "))
@@ -183,7 +183,7 @@ function upserts(q: (sql: string) => StatementSync, table: string) {
 /** The prepared statements of a copy whose tables exist. */
 export type Statements = ReturnType<typeof statements>;
 
-/** The change table of `table` and its inserts; made (in a batch) with an insert of each live row, dated `at`, or given 0.3's `item`. */
+/** The change table of `table` and its inserts; made (in a batch) with an insert of each live row, dated `at`. */
 export function changeTable(db: DatabaseSync, table: string, at: string) {
   const changes = kit.changeTableOf(table);
   const insert = `INSERT INTO ${changes} (id, change, at, item)`;
@@ -193,7 +193,6 @@ export function changeTable(db: DatabaseSync, table: string, at: string) {
       ${insert} SELECT id, 'insert', '${at}', item FROM ${table} WHERE deleted_at IS NULL ORDER BY id`,
     );
   }
-  addColumn(db, changes, "item TEXT");
   return {
     record: db.prepare(`${insert} VALUES (?, ?, ?, ?)`),
     staged: db.prepare(

@@ -298,8 +298,7 @@ class PostgresDialect implements kit.SqlDialect {
     if (!this.keepsChanges) return false; // none: PostgreSQL would cut the name to another's
     const changes = kit.changeTableOf(this.#table);
     const found = await this.#row(CHANGES_CATALOG_SQL, [changes]);
-    const made = found.columns === CHANGES_COLUMNS ||
-      `${found.columns}, `.startsWith(`${CHANGES_COLUMNS}, item jsonb, `);
+    const made = `${found.columns}, `.startsWith(`${CHANGES_COLUMNS}, `);
     if (found.found !== "true" || made) return found.found === "true";
     const why =
       `${changes} is not a change table this sink made (${found.columns})`;
@@ -307,7 +306,7 @@ class PostgresDialect implements kit.SqlDialect {
   }
 
   /**
-   * Creates `<table>_changes` if missing (or gives 0.3's its `item`; `read` refused one the sink did not make); its name.
+   * Creates `<table>_changes` if missing (`read` refused one the sink did not make); its name.
    * @throws {TypeError} (`option: "table"`) For a name too long to take `_changes` within PostgreSQL's 63 bytes.
    */
   async #makeChangeTable(): Promise<string> {
