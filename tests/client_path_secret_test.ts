@@ -119,3 +119,46 @@ Deno.test("a client secret or access token in a fetch, list or pages path is red
     "/api/list/[client_secret]",
   ]);
 });
+
+// Outside review r150 H4: a path the client refuses (`;` is one a server may read as outside the base) was quoted
+// whole with the token pasted in it, the one the client had just sent, and the one a renewal replaced.
+Deno.test("a path refused before sending shows neither the token the client sends nor the one a renewal replaced, from fetch, pciFetch, list and pages", async () => {
+  const { server, environment } = startApi();
+  await using _ = { [Symbol.asyncDispose]: () => server.shutdown() };
+  const client = createClient({
+    environment,
+    clientId: "cid-cid-cid",
+    clientSecret: SECRET,
+    retry: false,
+  });
+  const refusals: unknown[] = [];
+  const refuse = async (token: string) => {
+    const path = `items/a;k=${token}`;
+    const calls: (() => Promise<unknown>)[] = [
+      () => client.fetch(path),
+      () => client.pciFetch(path),
+      () => client.list(path).next(),
+      () => client.pages(path)[Symbol.asyncIterator]().next(),
+    ];
+    for (const call of calls) {
+      await Promise.resolve().then(call).then(
+        () => refusals.push("sent"),
+        (error) => refusals.push(error),
+      );
+    }
+  };
+  await (await client.fetch("list/warm")).body?.cancel(); // TOKEN, sent
+  await refuse(TOKEN);
+  await (await client.fetch("auth/renew")).body?.cancel(); // 401: renewed
+  const renewed = "Renewed-2-abcdefgh";
+  await refuse(renewed);
+  await refuse(TOKEN); // the token the renewal replaced
+  equal(refusals.length, 12);
+  for (const error of refusals) {
+    ok(error instanceof TypeError);
+    equal((error as { option?: string }).option, "path");
+    const shown = `${error.message} ${error.stack} ${Deno.inspect(error)}`;
+    equal(shown.includes(TOKEN), false);
+    equal(shown.includes(renewed), false);
+  }
+});

@@ -43,20 +43,25 @@ function walkUnder<T>(
 ) {
   // A secret pasted into an option, or the path, is echoed as any value is (cut, too): the client knows it, and hides
   // it as createClient's checks do (its id and audience may be a base's words: they stay).
-  return secretOutOfChecks(clientSecret(context), () => {
-    requireOptions(options, CONTEXT); // a string is refused, not walked with the defaults
-    const { items: pick, query, ...pageOptions } = options;
-    const url = resolveUnder(base, path, CONTEXT);
-    checkListPath(url, base);
-    const addressOf = pageAddresses(url, checkQuery(query));
-    requireFunction(pick, CONTEXT, "items");
-    const config = pageConfig(pageOptions);
-    const walk = walkPages<T, FetchedPage<T>>(
-      (request) => listPage(context, base, addressOf(request), request, pick),
-      config,
-    );
-    return { walk, config, pathname: url.pathname };
-  });
+  try {
+    return secretOutOfChecks(clientSecret(context), () => {
+      requireOptions(options, CONTEXT); // a string is refused, not walked with the defaults
+      const { items: pick, query, ...pageOptions } = options;
+      const url = resolveUnder(base, path, CONTEXT);
+      checkListPath(url, base);
+      const addressOf = pageAddresses(url, checkQuery(query));
+      requireFunction(pick, CONTEXT, "items");
+      const config = pageConfig(pageOptions);
+      const walk = walkPages<T, FetchedPage<T>>(
+        (request) => listPage(context, base, addressOf(request), request, pick),
+        config,
+      );
+      return { walk, config, pathname: url.pathname };
+    });
+  } catch (error) {
+    // A token the client sent, pasted into the path, is hidden as fetch's refusal hides it.
+    throw withoutSecrets(error, context.sent);
+  }
 }
 
 /**

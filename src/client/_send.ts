@@ -158,6 +158,8 @@ class ApiRequest<T>
       throw typeError(this.exchange.context, "tokenProvider", NO_TOKEN, got);
     }
     this.accessToken = accessToken;
+    const { sent } = this.context;
+    if (sent[0] !== accessToken && sent.unshift(accessToken) > 2) sent.pop();
     tokensNoted.get(this.context.tokenProvider)?.forEach((n) =>
       n.add(accessToken)
     );
