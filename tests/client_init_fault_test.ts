@@ -2,8 +2,9 @@
 // sending, so it takes no token and no rate-limit slot (DESIGN: "one that
 // fails before sending takes none").
 
-import { equal, ok } from "node:assert/strict";
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { createClient, createRateLimiter } from "../src/client/mod.ts";
+import { defineEnvironment } from "../src/core/environment.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 
 Deno.test("an init fetch cannot send (a bad method, a forbidden method, a bad header name or value, mode 'navigate') is refused before a token request or a rate-limit slot", async () => {
@@ -108,4 +109,43 @@ Deno.test("an init fetch cannot send that holds the client's access token is ref
   }
   equal(api.tokenRequests, 1);
   equal(api.apiRequests, 0);
+});
+
+// Outside review r150 L3: headers given as a Map or a generator (fetch takes any iterable of pairs) were dropped
+// silently: the client copied them as a record.
+Deno.test("headers given as any iterable of pairs (a Map, a generator) are sent on every attempt, a retry's too", async () => {
+  const seen: (string | null)[] = [];
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request) => {
+      if (new URL(request.url).pathname === "/token") {
+        const token = { access_token: "tok-abcdefgh", expires_in: 3600 };
+        return Response.json({ ...token, token_type: "Bearer" });
+      }
+      // Every first attempt answered 503 (retried at once), the second 204.
+      const status = seen.push(request.headers.get("x-a")) % 2 ? 503 : 204;
+      return new Response(null, { status, headers: { "retry-after": "0" } });
+    },
+  );
+  await using _ = { [Symbol.asyncDispose]: () => server.shutdown() };
+  const origin = `http://127.0.0.1:${server.addr.port}`;
+  const client = createClient({
+    environment: defineEnvironment({
+      baseUrl: `${origin}/api/`,
+      pciBaseUrl: `${origin}/pci/`,
+      tokenUrl: `${origin}/token`,
+      audience: "aud",
+    }),
+    clientId: "id",
+    clientSecret: "secret-abcdefgh",
+  });
+  const pairs = function* () {
+    yield ["x-a", "generated"];
+  };
+  const given = [new Map([["x-a", "mapped"]]), pairs()];
+  for (const headers of given) {
+    const init = { headers } as unknown as RequestInit;
+    equal((await client.fetch("organizations", init)).status, 204);
+  }
+  deepStrictEqual(seen, ["mapped", "mapped", "generated", "generated"]);
 });

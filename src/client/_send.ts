@@ -99,10 +99,13 @@ class ApiRequest<T>
     this.limits = context.deadlines;
     this.listener = context.onEvent;
     this.now = context.now;
+    // Headers as any iterable of pairs, as fetch takes them (a Map, a generator), read once: pairs for each attempt.
+    const pairs = pairsOf(init.headers);
+    const given = pairs === undefined ? init : { ...init, headers: pairs };
     // The call's priority, else the client's (fetch hears it too).
     this.init = init.priority === undefined && context.priority !== "auto"
-      ? { ...init, priority: context.priority }
-      : init;
+      ? { ...given, priority: context.priority }
+      : given;
     this.method = init.method === undefined ? "GET" : init.method.toUpperCase();
     this.replayable = isReplayable(init.body);
     this.target = exchange.url;
@@ -469,6 +472,13 @@ const NO_TOKEN =
 const NO_ANSWER: Attempted = Object.freeze({ kind: "no answer" });
 const AGAIN: Next<never> = Object.freeze({ do: "again", wait: 0 });
 const NO_OPTIONS = Object.freeze({});
+
+/** Headers given as an iterable that is neither an array nor a `Headers` (a record would lose them), as pairs. */
+function pairsOf(headers: HeadersInit | undefined) {
+  if (headers === undefined || headers instanceof Headers) return undefined;
+  const iterable = !Array.isArray(headers) && Symbol.iterator in headers;
+  return iterable ? [...headers as Iterable<[string, string]>] : undefined;
+}
 
 /** The caller's headers with the token as Authorization; a record stays one (a `Headers` costs more). */
 function withBearer(headers: HeadersInit | undefined, accessToken: string) {
