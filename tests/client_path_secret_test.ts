@@ -162,3 +162,30 @@ Deno.test("a path refused before sending shows neither the token the client send
     equal(shown.includes(renewed), false);
   }
 });
+
+// Outside review r150 H5: a token the provider replaced once it ran out, pasted into a path, was shown whole by the
+// error and the events (only the current one, and one a 401 refused, were redacted).
+Deno.test("the token a renewal replaced once it ran out, pasted into a path, is redacted in the ApiError and the api.request and api.list events", async () => {
+  const { server, environment } = startApi();
+  await using _ = { [Symbol.asyncDispose]: () => server.shutdown() };
+  let now = Date.UTC(2026, 0, 1);
+  const events: PartnerApiEvent[] = [];
+  const client = createClient({
+    environment,
+    clientId: "cid-cid-cid",
+    clientSecret: SECRET,
+    retry: false,
+    now: () => now,
+    onEvent: (event) => events.push(event),
+  });
+  await (await client.fetch("list/warm")).body?.cancel(); // TOKEN, sent
+  now += 7_200_000; // TOKEN ran out: the next call sends another
+  const error = await client.list(`items/${TOKEN}`).next().catch((e) => e);
+  ok(error instanceof ApiError);
+  const response = await client.fetch(`items/${TOKEN}`);
+  await response.body?.cancel();
+  equal(response.status, 404);
+  const shown = Deno.inspect(error) + JSON.stringify(events);
+  equal(shown.includes(TOKEN), false);
+  ok(events.some((e) => "path" in e && e.path === "/api/items/[redacted]"));
+});

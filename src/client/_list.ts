@@ -163,7 +163,7 @@ function pageAddresses(url: URL, extra: Record<string, string>) {
 /** `source`; the client's listener hears how the crawl ended. */
 async function* heard<X>(
   source: AsyncIterableIterator<X>,
-  { onEvent, now, tokenProvider }: SendContext,
+  { onEvent, now, tokenProvider, sent }: SendContext,
   path: string,
   count: (value: X) => number,
   tally?: { pages: number },
@@ -187,7 +187,7 @@ async function* heard<X>(
     noted.stop();
     emit(onEvent!, {
       type: "api.list",
-      path: pathWithoutSecrets(path, noted.secrets()),
+      path: pathWithoutSecrets(path, [...sent, ...noted.secrets()]),
       outcome,
       pages: tally?.pages ?? pages,
       items,

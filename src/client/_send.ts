@@ -168,9 +168,14 @@ class ApiRequest<T>
     );
   }
 
-  /** What an error redacts: the configured credentials, and the tokens sent (built only when read). */
+  /** What an error redacts: the configured credentials, and the tokens sent, the one replaced too (built only when read). */
   get secrets(): readonly Secret[] {
-    const tokens = [this.accessToken, this.refused].filter((token) => token);
+    const tokens = new Set([
+      this.accessToken,
+      this.refused,
+      ...this.context.sent,
+    ]);
+    tokens.delete("");
     return [...tokens, ...this.context.secrets];
   }
 
@@ -178,7 +183,7 @@ class ApiRequest<T>
   get shownPath(): string {
     const { pathname } = this.target;
     // Cleaned once per path while the tokens stay (a redaction is tens of µs; a list's pages share one path).
-    const tokens = `${this.accessToken} ${this.refused}`;
+    const tokens = `${this.accessToken} ${this.refused} ${this.context.sent}`;
     let shown = shownPaths.get(this.context);
     if (shown?.tokens !== tokens || shown.paths.size >= MAX_SHOWN) {
       shownPaths.set(this.context, shown = { tokens, paths: new Map() });
