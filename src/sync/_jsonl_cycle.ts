@@ -78,10 +78,9 @@ export async function cycleChanges(
 }
 
 /**
- * Keeps in `changed` the old lines that differ from their new text, of `pairs` ([old line, new text]) in order (the
- * last pair of a line decides), the old copy's lines (by their `ends`) read by `read(start, end)` up to `span` bytes
- * at a time (a longer line alone): a cycle reads the list in the copy's order, so its lines make few reads, not one
- * each (which cost most of a 100,000-line cycle's end).
+ * Keeps in `changed` the old lines that differ from their new text, of `pairs` ([old line, new text]; a line's last
+ * pair decides), the old lines (by their `ends`) read by `read(start, end)` up to `span` bytes at a time: a cycle reads
+ * the list in the copy's order, so few reads, not one a line (most of a 100,000-line cycle's end).
  */
 export function changedLines(
   pairs: [number, string][],

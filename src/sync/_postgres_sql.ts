@@ -1,9 +1,6 @@
-// Internal: the PostgreSQL dialect's SQL (postgres_sink.ts: the rest of the dialect; _sql_sink.ts: the flow;
-// _postgres_write.ts: the one statement per batch).
-//
-// Every parameter is text cast in the SQL ($1::text, $2::text::json): a driver that asks for parameter types
-// (postgres.js) would turn JSON text sent as `$1::jsonb` into a JSON string. Arrays travel as one JSON text, so no
-// driver's array encoding matters.
+// Internal: the PostgreSQL dialect's SQL but the batch statement (_postgres_write.ts). Every parameter is text cast in
+// the SQL ($1::text, $2::text::json): a driver that asks for parameter types (postgres.js) would turn JSON text sent as
+// `$1::jsonb` into a JSON string. Arrays travel as one JSON text, so no driver's array encoding matters.
 
 import { Buffer } from "node:buffer";
 import { tried } from "../core/_check.ts";

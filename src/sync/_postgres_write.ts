@@ -59,18 +59,15 @@ function shapeOf(
 type Shape = ReturnType<typeof shapeOf>;
 
 /**
- * One batch in one statement, committed whole on any connection of a pool ($1 target, $2 `[[id, item, key?], ...]`, $3 the
- * checkpoint, $4 the skipped ids whose rows stay; then as writeStatement adds them). Every part reads the
- * table as before the statement and writes only while the lease row is this run's (the UPDATE holds it until the
- * commit) and, ending a cycle, the unseen rows are at most maxDeletes of the live rows after it (else `refused`);
- * each step says what it writes.
+ * One batch in one statement, committed whole on any connection of a pool ($1 target, $2 `[[id, item, key?], ...]`, $3
+ * the checkpoint, $4 the skipped ids whose rows stay; then as writeStatement adds them). Every step reads the table as
+ * before the statement and writes only while the lease row is this run's (the UPDATE holds it until the commit) and,
+ * ending a cycle, the unseen rows are at most maxDeletes of the live rows after it (else `refused`).
  */
 function writeSql(table: string, shape: Shape): string {
   const { owner, ends } = shape;
-  const and = [
-    ...(owner === undefined ? [] : [" AND EXISTS (SELECT 1 FROM lease)"]),
-    ...(ends === undefined ? [] : [" AND (SELECT NOT refused FROM guard)"]),
-  ].join("");
+  const and = (owner === undefined ? "" : " AND EXISTS (SELECT 1 FROM lease)") +
+    (ends === undefined ? "" : " AND (SELECT NOT refused FROM guard)");
   const [where, holds] = [`WHERE true${and}`, held(table)];
   const writes = shape.stages ? `WHERE ${holds}` : "WHERE true";
   const parts = [

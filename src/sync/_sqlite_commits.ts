@@ -1,7 +1,6 @@
 // Internal: the transaction of a SQLite sink's connection. Each batch is a savepoint with its checkpoint; while batches
-// come fast under a lease, several share one transaction: a page eight batches touch is written to the WAL once. The
-// write lock is taken without SQLite's busy wait, which blocks the thread (no timer, no Ctrl-C) while another
-// connection holds it: the sink waits on timers instead.
+// come fast under a lease, several share one transaction (a page eight batches touch is written to the WAL once). The
+// write lock is waited for on timers: SQLite's busy wait blocks the thread (no timer, no Ctrl-C).
 
 import type { DatabaseSync } from "node:sqlite";
 import { unrefTimer } from "../core/_deadlines.ts";
@@ -129,8 +128,8 @@ export class Commits {
   }
 }
 
-/** How long a write that can be tried again waits in SQLite for another connection's write lock: a writer of its own
- * with a busy wait would win every no-wait try; a longer wait blocks the thread (no timer, no Ctrl-C). */
+/** How long a write tried again waits in SQLite for another connection's write lock: a writer of yours with a busy wait
+ * would win every no-wait try; longer blocks the thread. */
 export const BUSY_STEP = 100;
 
 /**

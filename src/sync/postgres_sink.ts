@@ -221,9 +221,10 @@ class PostgresDialect implements kit.SqlDialect {
       throw tooManyDeletes(unseen, live, most, this.what, ends?.recent);
     }
     const stored = Number(row.written) + Number(row.staged);
-    if (row.saved !== "1" || stored !== write.rows.ids.length) {
+    const all = write.rows.ids.length;
+    if (row.saved !== "1" || stored !== all) {
       throw new Error(
-        `Cannot sync into ${this.what}: the statement wrote ${stored} of ${write.rows.ids.length} rows`,
+        `Cannot sync into ${this.what}: the statement wrote ${stored} of ${all} rows`,
       );
     }
     return {
@@ -282,11 +283,9 @@ class PostgresDialect implements kit.SqlDialect {
       ? result
       : (result as { rows?: unknown }).rows;
     if (Array.isArray(rows)) return rows as readonly Row[];
-    throw typeError(
-      "Cannot sync into PostgreSQL",
-      "query",
-      "must resolve with the rows, or with an object holding them as `rows`",
-    );
+    const rule =
+      "must resolve with the rows, or with an object holding them as `rows`";
+    throw typeError("Cannot sync into PostgreSQL", "query", rule);
   }
 
   async #row(sql: string, params: string[]): Promise<Row> {
@@ -311,11 +310,9 @@ class PostgresDialect implements kit.SqlDialect {
    */
   async #makeChangeTable(): Promise<string> {
     if (!this.keepsChanges) { // syncList refuses it first; a direct write gets here
-      throw typeError(
-        `Cannot sync into ${this.what}`,
-        "table",
-        "must be at most 55 characters with changes: true (PostgreSQL cuts the change table's name at 63)",
-      );
+      const rule =
+        "must be at most 55 characters with changes: true (PostgreSQL cuts the change table's name at 63)";
+      throw typeError(`Cannot sync into ${this.what}`, "table", rule);
     }
     const changes = kit.changeTableOf(this.#table);
     const now = this.#now, at = now && new Date(now()).toISOString();
