@@ -94,30 +94,41 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   }
 
   async get(key: string): Promise<TokenRecord | undefined> {
-    return (await this.#read(key))[0];
+    const { record } = await this.#keysOf(key);
+    const floor = this.#seals.floor(key);
+    const entry = await unlocked(() => this.#kv.get<SealedRecord>(record));
+    return await this.#open(key, entry.value, floor);
   }
 
   set(key: string, record: TokenRecord): Promise<void> {
-    return this.#seals.set(key, record, () => this.get(key), async (sealed) => {
+    return this.#seals.inTurn(key, async () => {
+      // Read first: the version written must be newer than the one stored.
+      await this.get(key).catch(() => {});
       const names = await this.#keysOf(key);
-      await unlocked(() =>
-        this.#kv.set(names.record, sealed, this.#expiry(record))
-      );
+      // Landed, its version counts as seen: a copy written back older is refused (outside review r150 M2).
+      await this.#seals.write(key, record, async (sealed) => {
+        await unlocked(() =>
+          this.#kv.set(names.record, sealed, this.#expiry(record))
+        );
+        return true;
+      });
     });
   }
 
   /** Compare-and-set on the entry's versionstamp. */
   async update(key: string, change: RecordChange) {
     const { record } = await this.#keysOf(key);
-    const read = () => this.#read(key);
-    return await updateBy(change, LOCKED_RETRIES, read, (next, entry) => {
-      return this.#seals.write(key, next, async (sealed) => {
+    return await updateBy(change, async () => {
+      const floor = this.#seals.floor(key);
+      const entry = await unlocked(() => this.#kv.get<SealedRecord>(record));
+      return [await this.#open(key, entry.value, floor), entry];
+    }, (next, entry) =>
+      this.#seals.write(key, next, async (sealed) => {
         const swap = () =>
           this.#kv.atomic().check(entry)
             .set(record, sealed, this.#expiry(next)).commit();
         return (await unlocked(swap)).ok;
-      });
-    });
+      }), LOCKED_RETRIES);
   }
 
   coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {
@@ -132,7 +143,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     const floor = this.#seals.floor(key);
     const [stored, lease] = await unlocked(read, signal);
     return {
-      record: await this.#seals.open(key, stored.value, floor),
+      record: await this.#open(key, stored.value, floor),
       leaseFree: this.#leaseOver(key, lease.value),
       snapshot: [stored, lease],
     };
@@ -186,12 +197,12 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     return { expireIn: recordLifetime(record, this.#config.now()) };
   }
 
-  /** The record, and the entry it was read from. */
-  async #read(key: string) {
-    const { record } = await this.#keysOf(key);
-    const floor = this.#seals.floor(key);
-    const entry = await unlocked(() => this.#kv.get<SealedRecord>(record));
-    return [await this.#seals.open(key, entry.value, floor), entry] as const;
+  /** Anything but a sealed record (0.2's plain one, another program's value) counts as absent. */
+  async #open(key: string, stored: SealedRecord | null, floor: number) {
+    return stored?.iv instanceof Uint8Array &&
+        stored.sealed instanceof Uint8Array
+      ? await this.#seals.open(key, stored, floor)
+      : undefined;
   }
 }
 

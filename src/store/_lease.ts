@@ -102,9 +102,9 @@ export type RecordChange = Parameters<NonNullable<TokenStore["update"]>>[1];
 /** Compare-and-set: `write` fails when another process wrote since `read`, and `change` runs again. */
 export async function updateBy<Seen>(
   change: RecordChange,
-  attempts: number,
-  read: () => Promise<readonly [TokenRecord | undefined, Seen]>,
+  read: () => Promise<[TokenRecord | undefined, Seen]>,
   write: (next: TokenRecord, seen: Seen) => Promise<boolean>,
+  attempts: number,
 ): Promise<TokenRecord | undefined> {
   for (let attempt = 0; attempt < attempts; attempt++) {
     const [record, seen] = await read();

@@ -3,7 +3,6 @@
 import { storableToken } from "../core/token_values.ts";
 import type { TokenRecord } from "./types.ts";
 import { given } from "../core/_check.ts";
-import { UTF8 } from "../core/_encoding.ts";
 import { aesKeyFrom, perKey } from "./_key.ts";
 
 /** A record sealed with AES-GCM: the nonce and the ciphertext with its tag. */
@@ -16,6 +15,7 @@ const MIN_RECORD_LIFETIME = 1000;
 const RENEWAL_KEPT = 2 * 3_600_000;
 /** KV refuses an `expireIn` beyond about 68 years; a year is plenty. */
 const MAX_RECORD_LIFETIME = 366 * 86_400_000;
+const encoder = new TextEncoder();
 
 /** Encrypts the record's plain copy (data properties only: the token's is not enumerable), with `version` inside, bound to `key`. */
 export async function sealRecord(
@@ -38,9 +38,9 @@ export async function sealRecord(
     version: version || undefined,
   });
   const sealed = await crypto.subtle.encrypt(
-    { name: "AES-GCM", iv, additionalData: UTF8.encode(key) },
+    { name: "AES-GCM", iv, additionalData: encoder.encode(key) },
     encryptionKey,
-    UTF8.encode(JSON.stringify(plain)),
+    encoder.encode(JSON.stringify(plain)),
   );
   return { iv, sealed: new Uint8Array(sealed) };
 }
@@ -53,7 +53,7 @@ export async function openRecord(
 ): Promise<(TokenRecord & { version?: unknown }) | undefined> {
   try {
     const plain = await crypto.subtle.decrypt(
-      { name: "AES-GCM", iv, additionalData: UTF8.encode(key) },
+      { name: "AES-GCM", iv, additionalData: encoder.encode(key) },
       encryptionKey,
       sealed,
     );
@@ -64,9 +64,10 @@ export async function openRecord(
 }
 
 /**
- * One fleet store's seals: the key given, else one derived (HKDF) from each store key. Each write seals a version newer
- * than any seen; an older record (a store rolled back, a record written back) is refused once a newer one was seen here
- * (read, or written by a write that landed) before the read began.
+ * One fleet store's seals: the key given, else one derived (HKDF) from each store key and its secret part. Each
+ * write seals a version newer than any seen; an older record (a store rolled back, a record written back) is refused
+ * once a newer one was seen here (read, or written by a write that landed) before the read began: a
+ * process that saw none (started after) cannot tell.
  */
 export class RecordSeals {
   readonly #keys: (key: string) => Promise<CryptoKey>;
@@ -80,10 +81,12 @@ export class RecordSeals {
   }
 
   /**
-   * `record` sealed one version past the highest seen, for `write`, which answers whether it landed (a plain write that
-   * did not throw, a compare-and-set that held): only then does its version count as seen. Raised before, a lost write
-   * left the highest above the record stored, which then read as absent (r149 F1); never raised, a copy written back
-   * older was taken (r150 M2).
+   * `record` sealed one version past the highest seen, for `write`, which answers whether it landed (`true`; a plain
+   * write that did not throw, a compare-and-set that held): only then does its version count as seen. Raised before,
+   * a write that then lost its compare-and-set (or landed before a concurrent one sealing the next number) left the
+   * highest above the record stored, and open() refused that record as older: to update() and look the store read as
+   * empty, and providers sharing it renewed again (outside review r149 F1). Never raised, a set() v1 then v2 took v1
+   * written back (outside review r150 M2).
    */
   async write(
     key: string,
@@ -99,22 +102,11 @@ export class RecordSeals {
   }
 
   /**
-   * A set(): `put` after a read (the version sealed must be newer than the one stored), once this object's sets of
-   * `key` before it settled, so that they land in the order they sealed (else it read its own record as absent).
+   * `step` once this store object's steps before it for `key` settled: its plain writes land in the order they sealed.
+   * Concurrent, a set() that read an older version landed after one that sealed the next, so the record stored was
+   * older than the highest this object had seen, and it read its own record as absent (a flaky race test).
    */
-  set(
-    key: string,
-    record: TokenRecord,
-    read: () => Promise<unknown>,
-    put: (sealed: SealedRecord) => Promise<unknown>,
-  ): Promise<void> {
-    const step = async () => {
-      await read().catch(() => {});
-      await this.write(key, record, async (sealed) => {
-        await put(sealed);
-        return true;
-      });
-    };
+  inTurn<R>(key: string, step: () => Promise<R>): Promise<R> {
     const turn = (this.#turns.get(key) ?? Promise.resolve()).then(step, step);
     this.#turns.set(key, turn.catch(() => {}));
     return turn;
@@ -126,14 +118,12 @@ export class RecordSeals {
   }
 
   /**
-   * The record, unless older than `floor`, the highest seen before the read began (not now: what landed since is newer
-   * than what the read found). Refused, it reads as absent; an update's compare-and-set then fails and reads again.
+   * The record, unless older than `floor`, the highest seen before the read began. Not the highest now: a concurrent
+   * read or a write landing may have raised it since, and the record read was the one stored when it asked. Refused,
+   * the store read as empty and update() handed `undefined` (r149 F1); its compare-and-set fails and reads again.
    */
-  async open(key: string, stored: SealedRecord | null, floor: number) {
-    // Anything but a sealed record (0.2's plain one, another program's value) counts as absent.
-    const { iv, sealed } = stored ?? {};
-    if (!(iv instanceof Uint8Array && sealed instanceof Uint8Array)) return;
-    const opened = await openRecord(await this.#keys(key), key, stored!);
+  async open(key: string, sealed: SealedRecord, floor: number) {
+    const opened = await openRecord(await this.#keys(key), key, sealed);
     if (typeof opened !== "object" || opened === null) return undefined;
     const { version, ...record } = opened;
     // 0.3's records carry no version: 0.

@@ -72,27 +72,37 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   }
 
   async get(key: string): Promise<TokenRecord | undefined> {
-    return (await this.#read(key))[0];
+    const { record } = await this.#keysOf(key);
+    const floor = this.#seals.floor(key);
+    return await this.#decode(key, await this.#read(record), floor);
   }
 
   set(key: string, record: TokenRecord): Promise<void> {
-    return this.#seals.set(key, record, () => this.get(key), async (sealed) => {
-      const [value, lifetime] = this.#value(sealed, record);
-      const { record: name } = await this.#keysOf(key);
-      await this.#send(["SET", name, value, "PX", lifetime]);
+    return this.#seals.inTurn(key, async () => {
+      const keys = await this.#keysOf(key);
+      // Read first: the version written must be newer than the one stored.
+      await this.get(key).catch(() => {});
+      // Landed, its version counts as seen: a copy written back older is refused (outside review r150 M2).
+      await this.#seals.write(key, record, async (sealed) => {
+        const [value, lifetime] = this.#value(sealed, record);
+        await this.#send(["SET", keys.record, value, "PX", lifetime]);
+        return true;
+      });
     });
   }
 
   /** Compare-and-set on the value as read. */
   async update(key: string, change: RecordChange) {
     const { record } = await this.#keysOf(key);
-    const read = () => this.#read(key);
-    return await updateBy(change, UPDATE_ATTEMPTS, read, (next, seen) => {
-      return this.#seals.write(key, next, async (sealed) => {
+    return await updateBy(change, async () => {
+      const floor = this.#seals.floor(key);
+      const seen = await this.#read(record);
+      return [await this.#decode(key, seen, floor), seen];
+    }, (next, seen) =>
+      this.#seals.write(key, next, async (sealed) => {
         const args = [seen ?? "", ...this.#value(sealed, next)];
         return await this.#script("swap", [record], args) === 1;
-      });
-    });
+      }), UPDATE_ATTEMPTS);
   }
 
   coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {
@@ -100,9 +110,12 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   }
 
   async look(key: string) {
+    const keys = await this.#keysOf(key);
     // Two reads, not MGET: the record's is bounded. The take checks the record again.
-    const [record, value] = await this.#read(key);
-    const lease = await this.#textOf(["GET", (await this.#keysOf(key)).lease]);
+    const floor = this.#seals.floor(key);
+    const value = await this.#read(keys.record);
+    const lease = await this.#textOf(["GET", keys.lease]);
+    const record = await this.#decode(key, value, floor);
     return {
       record,
       leaseFree: lease === undefined, // Redis expires leases on time
@@ -193,14 +206,11 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     }
   }
 
-  /** The record, and its text, read only as far as a record may go. */
-  async #read(key: string) {
-    const { record } = await this.#keysOf(key);
-    const floor = this.#seals.floor(key);
+  /** The record's text, read only as far as a record may go. */
+  async #read(record: string): Promise<string | undefined> {
     const range = ["GETRANGE", record, "0", String(MAX_STORED_RECORD)];
     // GETRANGE answers "" for a missing key; a value past the bound is broken, never read whole.
-    const value = await this.#textOf(range) || undefined;
-    return [await this.#decode(key, value, floor), value] as const;
+    return await this.#textOf(range) || undefined;
   }
 
   /** A reply's text; a key of another type holds no record or lease (the take replaces it). */
