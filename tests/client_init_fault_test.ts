@@ -123,7 +123,8 @@ Deno.test("headers given as any iterable of pairs (a Map, a generator) are sent 
         return Response.json({ ...token, token_type: "Bearer" });
       }
       // Every first attempt answered 503 (retried at once), the second 204.
-      const status = seen.push(request.headers.get("x-a")) % 2 ? 503 : 204;
+      const [a, b] = [request.headers.get("x-a"), request.headers.get("x-b")];
+      const status = seen.push(b === null ? a : `${a} ${b}`) % 2 ? 503 : 204;
       return new Response(null, { status, headers: { "retry-after": "0" } });
     },
   );
@@ -142,10 +143,66 @@ Deno.test("headers given as any iterable of pairs (a Map, a generator) are sent 
   const pairs = function* () {
     yield ["x-a", "generated"];
   };
-  const given = [new Map([["x-a", "mapped"]]), pairs()];
+  // One array handed out again for each pair; pairs that are themselves read once (r151 F8).
+  const reused = function* () {
+    const pair = ["x-a", "1"];
+    yield pair;
+    pair.splice(0, 2, "x-b", "2");
+    yield pair;
+  };
+  const once = function* () {
+    yield "x-a";
+    yield "once";
+  };
+  const given: unknown[] = [
+    new Map([["x-a", "mapped"]]),
+    pairs(),
+    reused(),
+    new Set([once()]),
+  ];
   for (const headers of given) {
     const init = { headers } as unknown as RequestInit;
     equal((await client.fetch("organizations", init)).status, 204);
   }
-  deepStrictEqual(seen, ["mapped", "mapped", "generated", "generated"]);
+  deepStrictEqual(seen, [
+    ...["mapped", "mapped", "generated", "generated"],
+    ...["1 2", "1 2", "once", "once"],
+  ]);
+});
+
+// Outside attack r151 F1, F2, F5: headers given as a string (the secret, pasted) failed with a runtime TypeError
+// quoting it, null or an iterable that throws with one of no option; a secret given as priority was echoed whole.
+Deno.test("headers that are no headers (a string, null, an iterable that throws or is none) and a priority that is none are refused as the init, the secret not shown, before a token or a request", async () => {
+  await using api = await startFakePartnerApi();
+  const { clientSecret } = api.credentials;
+  const client = createClient({
+    environment: api.environment,
+    ...api.credentials,
+  });
+  const throwing = function* () {
+    yield ["x-a", "1"];
+    throw new RangeError(`midway ${clientSecret}`);
+  };
+  // Made for each call: a generator is read once.
+  const inits = () =>
+    [
+      { headers: clientSecret },
+      { headers: null },
+      { headers: throwing() },
+      { headers: { [Symbol.iterator]: 1 } },
+      { headers: new Set([{ 0: "x-a", 1: clientSecret }]) },
+      { priority: clientSecret },
+    ] as unknown as RequestInit[];
+  for (const send of [client.fetch, client.pciFetch]) {
+    for (const init of inits()) {
+      const error = await send("organizations", init).catch((e) => e);
+      ok(error instanceof TypeError, String(error));
+      const option = (error as TypeError & { option?: string }).option;
+      ok(option === "init" || option === "priority", option);
+      const shown = `${error.message} ${error.stack} ${Deno.inspect(error)}`;
+      equal(shown.includes(clientSecret), false);
+    }
+  }
+  equal(api.tokenRequests, 0);
+  equal(api.apiRequests, 0);
 });

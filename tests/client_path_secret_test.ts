@@ -9,6 +9,7 @@ import { defineEnvironment } from "../src/core/environment.ts";
 import { ApiError } from "../src/core/errors.ts";
 import type { PartnerApiEvent } from "../src/core/events.ts";
 import { openTelemetry } from "../src/telemetry/otel.ts";
+import { createTokenProvider } from "../src/token/mod.ts";
 
 const SECRET = "PathSecretVALUE-0123456789abcdef";
 const TOKEN = "PathTokVALUE0123456789";
@@ -188,4 +189,37 @@ Deno.test("the token a renewal replaced once it ran out, pasted into a path, is 
   const shown = Deno.inspect(error) + JSON.stringify(events);
   equal(shown.includes(TOKEN), false);
   ok(events.some((e) => "path" in e && e.path === "/api/items/[redacted]"));
+});
+
+// Outside attack r151 F3, F4: a token percent-encoded in part matched no form of it, and a provider's current token was
+// hidden only by the client that had sent it (not by another client of the provider, nor after the caller's getToken).
+Deno.test("a provider's current token, before any client sent it or percent-encoded in part, is hidden in refusals, errors and events", async () => {
+  const { server, environment } = startApi();
+  await using _ = { [Symbol.asyncDispose]: () => server.shutdown() };
+  const credentials = { clientId: "cid-cid-cid", clientSecret: SECRET };
+  const tokenProvider = createTokenProvider({ ...environment, ...credentials });
+  equal((await tokenProvider.getToken()).accessToken, TOKEN); // the caller's own
+  const events: PartnerApiEvent[] = [];
+  const onEvent = (event: PartnerApiEvent) => events.push(event);
+  const client = createClient({ environment, tokenProvider, onEvent });
+  const encoded = TOKEN.replace("V", "%56");
+  const shown: string[] = [];
+  for (const token of [TOKEN, encoded]) {
+    for (const path of [`items/a;k=${token}`, `items/${token}`]) {
+      const answer = await client.fetch(path).catch((e) => e);
+      if (answer instanceof Response) await answer.body?.cancel();
+      else {shown.push(
+          `${answer.message} ${answer.stack} ${Deno.inspect(answer)}`,
+        );}
+      const listed = await Promise.resolve().then(() =>
+        client.list(path).next()
+      )
+        .catch((e) => e);
+      shown.push(`${listed.message} ${listed.stack} ${Deno.inspect(listed)}`);
+    }
+  }
+  equal(shown.length, 6); // two refusals each of fetch; four of list
+  const all = shown.join("\n") + JSON.stringify(events);
+  equal(all.includes(TOKEN), false);
+  equal(all.includes(encoded), false);
 });

@@ -78,8 +78,6 @@ export function clientConfig(options: ClientOptions) {
         now,
         /** The credentials of its `createTokenProvider` provider: kept out of errors, as each token is. */
         secrets: providerSecrets.get(tokenProvider) ?? [],
-        /** The last two tokens sent (the current, the one it replaced): a path refused before any token is known shows neither. */
-        sent: [] as string[],
       },
     };
   });

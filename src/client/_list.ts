@@ -14,6 +14,7 @@ import type { ListOptions, Page } from "./pages.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
 import {
   cleanResponse,
+  handedBy,
   type Secret,
   secretsOf,
   serverText,
@@ -24,7 +25,12 @@ import {
   withoutSecrets,
 } from "../core/_option_secrets.ts";
 import { resolveUnder } from "./_path.ts";
-import { clientSecret, type SendContext, sendExchange } from "./_send.ts";
+import {
+  clientSecret,
+  refusalShown,
+  type SendContext,
+  sendExchange,
+} from "./_send.ts";
 
 const CONTEXT = "Cannot list";
 const EXCERPT_LENGTH = 300;
@@ -59,8 +65,8 @@ function walkUnder<T>(
       return { walk, config, pathname: url.pathname };
     });
   } catch (error) {
-    // A token the client sent, pasted into the path, is hidden as fetch's refusal hides it.
-    throw withoutSecrets(error, context.sent);
+    // A token pasted into the path is hidden as fetch's refusal hides it.
+    throw refusalShown(context, error);
   }
 }
 
@@ -163,7 +169,7 @@ function pageAddresses(url: URL, extra: Record<string, string>) {
 /** `source`; the client's listener hears how the crawl ended. */
 async function* heard<X>(
   source: AsyncIterableIterator<X>,
-  { onEvent, now, tokenProvider, sent }: SendContext,
+  { onEvent, now, tokenProvider }: SendContext,
   path: string,
   count: (value: X) => number,
   tally?: { pages: number },
@@ -187,7 +193,10 @@ async function* heard<X>(
     noted.stop();
     emit(onEvent!, {
       type: "api.list",
-      path: pathWithoutSecrets(path, [...sent, ...noted.secrets()]),
+      path: pathWithoutSecrets(path, [
+        ...handedBy(tokenProvider),
+        ...noted.secrets(),
+      ]),
       outcome,
       pages: tally?.pages ?? pages,
       items,

@@ -20,8 +20,18 @@ import {
 } from "../core/_deadlines.ts";
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
-import { pathWithoutSecrets, withoutSecrets } from "../core/_option_secrets.ts";
-import { redact, type Secret, tokensNoted } from "../core/_redact.ts";
+import {
+  pathWithoutSecrets,
+  withoutSecretEcho,
+  withoutSecrets,
+} from "../core/_option_secrets.ts";
+import {
+  handedBy,
+  noteHanded,
+  redact,
+  type Secret,
+  tokensNoted,
+} from "../core/_redact.ts";
 import { requireSignal, tried, typeError } from "../core/_check.ts";
 import {
   cleanCause,
@@ -42,6 +52,15 @@ import {
 
 /** What every request of one client shares. */
 export type SendContext = Readonly<ReturnType<typeof clientConfig>["context"]>;
+
+/** A refusal before sending, without the client's credentials or its provider's last tokens (pasted in a path, an option). */
+export function refusalShown(context: SendContext, error: unknown): unknown {
+  const echo = withoutSecretEcho(error, clientSecret(context));
+  return withoutSecrets(echo, [
+    ...handedBy(context.tokenProvider),
+    ...context.secrets,
+  ]);
+}
 
 /** The client's secret, where its provider holds the credentials (a provider of the user's may not): checks hide it. */
 export const clientSecret = (context: SendContext): string | undefined =>
@@ -99,9 +118,7 @@ class ApiRequest<T>
     this.limits = context.deadlines;
     this.listener = context.onEvent;
     this.now = context.now;
-    // Headers as any iterable of pairs, as fetch takes them (a Map, a generator), read once: pairs for each attempt.
-    const pairs = pairsOf(init.headers);
-    const given = pairs === undefined ? init : { ...init, headers: pairs };
+    const given = withPairs(this, init);
     // The call's priority, else the client's (fetch hears it too).
     this.init = init.priority === undefined && context.priority !== "auto"
       ? { ...given, priority: context.priority }
@@ -161,8 +178,7 @@ class ApiRequest<T>
       throw typeError(this.exchange.context, "tokenProvider", NO_TOKEN, got);
     }
     this.accessToken = accessToken;
-    const { sent } = this.context;
-    if (sent[0] !== accessToken && sent.unshift(accessToken) > 2) sent.pop();
+    noteHanded(this.context.tokenProvider, accessToken); // a provider of the user's notes none
     tokensNoted.get(this.context.tokenProvider)?.forEach((n) =>
       n.add(accessToken)
     );
@@ -170,11 +186,8 @@ class ApiRequest<T>
 
   /** What an error redacts: the configured credentials, and the tokens sent, the one replaced too (built only when read). */
   get secrets(): readonly Secret[] {
-    const tokens = new Set([
-      this.accessToken,
-      this.refused,
-      ...this.context.sent,
-    ]);
+    const handed = handedBy(this.context.tokenProvider);
+    const tokens = new Set([this.accessToken, this.refused, ...handed]);
     tokens.delete("");
     return [...tokens, ...this.context.secrets];
   }
@@ -183,7 +196,8 @@ class ApiRequest<T>
   get shownPath(): string {
     const { pathname } = this.target;
     // Cleaned once per path while the tokens stay (a redaction is tens of µs; a list's pages share one path).
-    const tokens = `${this.accessToken} ${this.refused} ${this.context.sent}`;
+    const handed = handedBy(this.context.tokenProvider);
+    const tokens = `${this.accessToken} ${this.refused} ${handed}`;
     let shown = shownPaths.get(this.context);
     if (shown?.tokens !== tokens || shown.paths.size >= MAX_SHOWN) {
       shownPaths.set(this.context, shown = { tokens, paths: new Map() });
@@ -453,19 +467,52 @@ function initFault(
   request: ApiRequest<unknown>,
   init: RequestInit = request.init,
 ): TypeError | undefined {
-  const { accessToken, secrets } = request;
   try {
     // Headers given as pairs are copied here, and a bad one throws (quoting its value): caught too.
-    const headers = withBearer(init.headers, accessToken);
+    const headers = withBearer(init.headers, request.accessToken);
     new Request(request.target, { ...init, headers, redirect: "manual" });
   } catch (error) {
-    // The runtime's words, without what they quote of the init: it is refused before the token is known (it costs
-    // none), and a header name or value, a method or an enum field may hold the current one, pasted.
-    const message = redact(String((error as Error | null)?.message), secrets);
-    const why = message.replace(QUOTED, "$1[not shown]$1");
-    return typeError(request.exchange.context, "init", SENDABLE, why);
+    return initRefusal(request, error);
   }
   return undefined;
+}
+
+/**
+ * The init's refusal for `error`: the runtime's words, without what they quote of the init (it is refused before the
+ * token is known, and a header name or value, a method or an enum field may hold the current one, pasted).
+ */
+function initRefusal(request: ApiRequest<unknown>, error: unknown): TypeError {
+  const message = redact(
+    String((error as Error | null)?.message),
+    request.secrets,
+  );
+  const why = message.replace(QUOTED, "$1[not shown]$1");
+  return typeError(request.exchange.context, "init", SENDABLE, why);
+}
+
+/**
+ * The init with headers given as an iterable of pairs other than an array or a `Headers` (a Map, a generator), as
+ * fetch takes them, read once into pairs for every attempt (copied as a record, they were dropped). Each pair is copied
+ * as it comes: a generator may hand out one array again, or pairs read once. @throws {TypeError} (`option: "init"`)
+ */
+function withPairs(request: ApiRequest<unknown>, init: RequestInit) {
+  const headers: unknown = init.headers;
+  const iterable = typeof headers === "object" && headers !== null &&
+    !(headers instanceof Headers) && !Array.isArray(headers) &&
+    Symbol.iterator in headers;
+  if (!iterable) return init;
+  try {
+    const pairs = Array.from(
+      headers as Iterable<unknown>,
+      (pair) =>
+        typeof pair === "object" && pair !== null
+          ? [...pair as Iterable<unknown>]
+          : pair,
+    );
+    return { ...init, headers: pairs as [string, string][] };
+  } catch (error) {
+    throw initRefusal(request, error);
+  }
 }
 
 /** A quoted run of the runtime's words (a header, a method, an enum value). */
@@ -478,18 +525,14 @@ const NO_ANSWER: Attempted = Object.freeze({ kind: "no answer" });
 const AGAIN: Next<never> = Object.freeze({ do: "again", wait: 0 });
 const NO_OPTIONS = Object.freeze({});
 
-/** Headers given as an iterable that is neither an array nor a `Headers` (a record would lose them), as pairs. */
-function pairsOf(headers: HeadersInit | undefined) {
-  if (headers === undefined || headers instanceof Headers) return undefined;
-  const iterable = !Array.isArray(headers) && Symbol.iterator in headers;
-  return iterable ? [...headers as Iterable<[string, string]>] : undefined;
-}
-
 /** The caller's headers with the token as Authorization; a record stays one (a `Headers` costs more). */
 function withBearer(headers: HeadersInit | undefined, accessToken: string) {
   const authorization = `Bearer ${accessToken}`;
   if (headers === undefined) return { authorization };
-  if (headers instanceof Headers || Array.isArray(headers)) {
+  // Not a record (a string is none: its characters were sent as headers), copied as fetch reads it.
+  const isRecord = typeof headers === "object" && headers !== null &&
+    !(headers instanceof Headers) && !Array.isArray(headers);
+  if (!isRecord) {
     const copy = new Headers(headers);
     copy.set("authorization", authorization);
     return copy;

@@ -4,8 +4,7 @@ import { listUnder, pagesUnder } from "./_list.ts";
 import type { ListOptions, Page } from "./pages.ts";
 import { clientConfig } from "./_config.ts";
 import type { ClientOptions } from "./options.ts";
-import { clientSecret, sendExchange } from "./_send.ts";
-import { withoutSecrets } from "../core/_option_secrets.ts";
+import { clientSecret, refusalShown, sendExchange } from "./_send.ts";
 
 /**
  * A client bound to one environment and one token provider.
@@ -101,8 +100,8 @@ export function createClient(options: ClientOptions): PartnerClient {
           finish: asIs,
         });
       } catch (error) {
-        // A bad address is a rejection, like every other failure of fetch: it may quote a token pasted in the path.
-        return Promise.reject(withoutSecrets(error, context.sent));
+        // A bad address or init is a rejection, like every other failure of fetch: it may quote a token or the secret.
+        return Promise.reject(refusalShown(context, error));
       }
     };
   };

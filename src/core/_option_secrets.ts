@@ -25,15 +25,20 @@ export function secretOutOfChecks<T>(secret: unknown, check: () => T): T {
   try {
     return check();
   } catch (error) {
-    if (typeof secret !== "string") throw error;
-    const held = holderOf(secret);
-    // The echo of the value; where the option's own name holds it (a key of the user's), the text goes whole.
-    throw redactInPlace(error, (text) => {
-      if (!held(text)) return text;
-      const echo = text.replace(/: received [^\n]*/, SECRET_RECEIVED);
-      return held(echo) ? SECRET_IN_OPTIONS : echo;
-    });
+    throw withoutSecretEcho(error, secret);
   }
+}
+
+/** `error`, an option's refusal, saying `received [client_secret]` where it echoes `secret` (whole, cut, encoded). */
+export function withoutSecretEcho<E>(error: E, secret: unknown): E {
+  if (typeof secret !== "string") return error;
+  const held = holderOf(secret);
+  // The echo of the value; where the option's own name holds it (a key of the user's), the text goes whole.
+  return redactInPlace(error, (text) => {
+    if (!held(text)) return text;
+    const echo = text.replace(/: received [^\n]*/, SECRET_RECEIVED);
+    return held(echo) ? SECRET_IN_OPTIONS : echo;
+  }) as E;
 }
 
 /**
@@ -45,12 +50,13 @@ export function secretOutOfChecks<T>(secret: unknown, check: () => T): T {
 export function withoutSecrets<E>(error: E, secrets: readonly Secret[]): E {
   const values = secrets.map(secretOnly)
     .filter((s) => redactable(typeof s === "string" ? s : s.secret));
-  const held = secretHeld(secrets);
+  const hidden = hiddenIn(secrets);
   return redactInPlace(error, (text) => {
     const clean = redact(text, values);
-    return held(clean)
-      ? clean.replace(PATHS, (_, origin = "") => origin + NOT_SHOWN)
-      : clean;
+    const shown = hidden(clean);
+    return shown === undefined
+      ? clean
+      : clean.replace(PATHS, (_, origin = "") => origin + shown);
   }) as E;
 }
 
@@ -64,9 +70,25 @@ export function pathWithoutSecrets(
   secrets: readonly Secret[],
 ): string {
   const clean = withoutSecrets(path, secrets);
-  return path.startsWith("/") && secretHeld(secrets)(clean) ? NOT_SHOWN : clean;
+  return path.startsWith("/") ? hiddenIn(secrets)(clean) ?? clean : clean;
 }
-const NOT_SHOWN = "/[not shown: it held the client secret]";
+
+/**
+ * What stands for an address that still holds a run of the client secret, or a token of `secrets` percent-encoded in
+ * part (no form of it matches: `Tok%45n`); undefined when it holds neither.
+ */
+function hiddenIn(secrets: readonly Secret[]) {
+  const secret = secretHeld(secrets);
+  const tokens = secrets.filter((s): s is string =>
+    typeof s === "string" && redactable(s)
+  );
+  return (text: string) => {
+    if (secret(text)) return "/[not shown: it held the client secret]";
+    const read = text.includes("%") ? percentDecoded(text) : "";
+    const token = tokens.some((value) => read.includes(value));
+    return token ? "/[not shown: it held a token]" : undefined;
+  };
+}
 
 /** {@linkcode holderOf} the client secret among `secrets`; none: nothing holds it. */
 function secretHeld(secrets: readonly Secret[]): (text: string) => boolean {

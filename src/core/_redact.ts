@@ -62,6 +62,20 @@ const redactors = new WeakMap<object, Redactor>();
 /** Each provider `createTokenProvider` made, with its credentials: a client of it keeps them out of its errors too. */
 export const providerSecrets = new WeakMap<object, readonly Secret[]>();
 
+/** Per token provider, its last two tokens (the current, the one it replaced): a refusal quoting a path hides them. */
+const handed = new WeakMap<object, string[]>();
+
+/** Notes `token` as `provider`'s current one (the one before kept). */
+export function noteHanded(provider: object, token: string): void {
+  const last = handed.get(provider);
+  if (last === undefined) handed.set(provider, [token]);
+  else if (last[0] !== token && last.unshift(token) > 2) last.pop();
+}
+
+/** `provider`'s last two tokens, the current first (none: nothing was handed out or sent with it). */
+export const handedBy = (provider: object): readonly string[] =>
+  handed.get(provider) ?? [];
+
 /** Per token provider, the sets noting each access token sent with it (a service may echo it): a sync run's, while it runs. */
 export const tokensNoted = new WeakMap<object, Set<Set<string>>>();
 

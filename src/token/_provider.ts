@@ -6,6 +6,7 @@ import type { QuotaBucket } from "../core/quota.ts";
 import { SingleFlight } from "./_single_flight.ts";
 import { LocalTimes, steadyClock, turnClock } from "../core/_clock.ts";
 import { callListener, emit } from "../core/_emit.ts";
+import { noteHanded } from "../core/_redact.ts";
 import { quotaExceeded, requestWithRetries } from "./_protocol.ts";
 import { given, tried, typeError } from "../core/_check.ts";
 import { TokenCache } from "./_token_cache.ts";
@@ -313,6 +314,7 @@ export class CachingTokenProvider implements TokenProvider {
     }
     if (news.token !== undefined) {
       this.#cache.take(issuedToken(news.token), now);
+      noteHanded(this, news.token.accessToken); // before a client of it sends it: a refused path hides it
     }
     const listener = this.#config.onEvent;
     const blocked = news.blockedUntil;
