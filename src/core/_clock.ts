@@ -97,7 +97,8 @@ export function staleJudge(
 
 /**
  * Wall times this process set itself (a cooldown's end, a renewal's stamp), read back on the steady clock: a wall clock
- * stepped back 1 h makes no 10 s cooldown last an hour. A time it did not set (a token's expiry) reads as it is.
+ * stepped back 1 h makes no 10 s cooldown last an hour (and the earlier of the two: a suspend lengthens none either).
+ * A time it did not set (a token's expiry, another process's) reads as it is.
  */
 export class LocalTimes {
   readonly #steady: () => number;
@@ -129,7 +130,7 @@ export class LocalTimes {
     return steady === undefined ? undefined : Math.min(wall!, steady);
   }
 
-  /** `wall` on the steady clock alone: how long ago a wait really ended (a failure's escalation), steps not counted. */
+  /** `wall` on the steady clock alone: how long ago a wait really ended (a failure's escalation), which no step lengthens. */
   onSteady(wall: number | undefined, now: number): number | undefined {
     const steady = wall === undefined ? undefined : this.#marks.get(wall);
     return steady === undefined ? wall : now + steady - this.#steady();

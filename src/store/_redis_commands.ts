@@ -1,6 +1,6 @@
 // How the Redis store and limiter talk to Redis, and the token store's scripts, also as plain commands for a Redis that
 // refuses EVAL (else each process would spend its own token). Plain commands keep the lease (SET NX PX) but cannot
-// check-and-write: a process stalled past its lease may let the next one's go, and two ledger writes may lose one.
+// check-and-write: a process stalled past its lease may let the next one's go, and two ledger writes at one moment may lose one.
 
 import type { RedisCommand } from "./redis_command.ts";
 import { MAX_STORED_RECORD } from "./_record.ts";

@@ -45,7 +45,8 @@ export class StoreAccess {
   constructor(store: TokenStore | undefined, endpoint: StoreClient) {
     this.#store = store;
     this.#endpoint = endpoint;
-    // The key's slow part (PBKDF2 under 32 characters, tens of ms) starts now, beside the process's start-up.
+    // The key's slow part (PBKDF2 under 32 characters, tens of ms) starts now, beside the process's start-up: a cold
+    // start's first answer waits only for what is left of it.
     if (store !== undefined) this.key().catch(() => {});
   }
 
@@ -176,7 +177,7 @@ export class StoreAccess {
 
 /**
  * How long one plain store call (get, set, update) may take, in ms: past it the store counts as failing (as empty), and
- * holds no caller (`coordinate` has the flight's budget: a holder may take that long).
+ * holds no caller and loses no token paid for (`coordinate` has the flight's budget: a holder may take that long).
  */
 const STORE_WAIT = 5000;
 const STORE_LATE = "the token store did not answer in time";

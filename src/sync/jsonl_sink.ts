@@ -342,7 +342,8 @@ class JsonlCopy {
 
   /**
    * The copy's last line of each item the batch skipped that the cycle under way has not met (in its rewrite, or the
-   * head's since it began), written again: the cycle keeps it as it was, as SQL sinks keep its row, seen.
+   * head's since it began), written again: the cycle keeps it as it was, as SQL sinks keep its row, seen. Read only
+   * when a batch skips one.
    */
   async #linesHeld(
     { written, skipped, keyOf }: HeldBatch,

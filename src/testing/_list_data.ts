@@ -123,8 +123,8 @@ export function generateLists(sizes: ListSizes, seed: number, now: number) {
 }
 
 /**
- * Item `n` of list `name`, its words drawn from `random` before its date from `date` (a seed's lists stay as they
- * were); a cardholder belongs to one of `organizations`.
+ * Item `n` of list `name`: an organization's or cardholder's words drawn from `random` before its date from `date`, a
+ * transaction's date before its amount (a seed's lists stay as they were); a cardholder belongs to one of `organizations`.
  */
 export function itemOf(
   name: string,
