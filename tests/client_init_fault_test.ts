@@ -4,7 +4,7 @@
 
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { createClient, createRateLimiter } from "../src/client/mod.ts";
-import { defineEnvironment } from "../src/core/environment.ts";
+import { loopbackApi } from "./_loopback_api.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 
 Deno.test("an init fetch cannot send (a bad method, a forbidden method, a bad header name or value, mode 'navigate') is refused before a token request or a rate-limit slot", async () => {
@@ -115,28 +115,14 @@ Deno.test("an init fetch cannot send that holds the client's access token is ref
 // silently: the client copied them as a record.
 Deno.test("headers given as any iterable of pairs (a Map, a generator) are sent on every attempt, a retry's too", async () => {
   const seen: (string | null)[] = [];
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    (request) => {
-      if (new URL(request.url).pathname === "/token") {
-        const token = { access_token: "tok-abcdefgh", expires_in: 3600 };
-        return Response.json({ ...token, token_type: "Bearer" });
-      }
-      // Every first attempt answered 503 (retried at once), the second 204.
-      const [a, b] = [request.headers.get("x-a"), request.headers.get("x-b")];
-      const status = seen.push(b === null ? a : `${a} ${b}`) % 2 ? 503 : 204;
-      return new Response(null, { status, headers: { "retry-after": "0" } });
-    },
-  );
-  await using _ = { [Symbol.asyncDispose]: () => server.shutdown() };
-  const origin = `http://127.0.0.1:${server.addr.port}`;
+  // Every first attempt answered 503 (retried at once), the second 204.
+  await using api = loopbackApi("tok-abcdefgh", (request) => {
+    const [a, b] = [request.headers.get("x-a"), request.headers.get("x-b")];
+    const status = seen.push(b === null ? a : `${a} ${b}`) % 2 ? 503 : 204;
+    return new Response(null, { status, headers: { "retry-after": "0" } });
+  });
   const client = createClient({
-    environment: defineEnvironment({
-      baseUrl: `${origin}/api/`,
-      pciBaseUrl: `${origin}/pci/`,
-      tokenUrl: `${origin}/token`,
-      audience: "aud",
-    }),
+    environment: api.environment,
     clientId: "id",
     clientSecret: "secret-abcdefgh",
   });
