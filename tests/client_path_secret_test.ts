@@ -10,6 +10,7 @@ import { ApiError } from "../src/core/errors.ts";
 import type { PartnerApiEvent } from "../src/core/events.ts";
 import { openTelemetry } from "../src/telemetry/otel.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
+import { loopbackApi } from "./_loopback_api.ts";
 
 const SECRET = "PathSecretVALUE-0123456789abcdef";
 const TOKEN = "PathTokVALUE0123456789";
@@ -222,4 +223,73 @@ Deno.test("a provider's current token, before any client sent it or percent-enco
   const all = shown.join("\n") + JSON.stringify(events);
   equal(all.includes(TOKEN), false);
   equal(all.includes(encoded), false);
+});
+
+// Outside reviews r150 H5 (the rest), r151: a token percent-encoded in full was hidden only while the text held it
+// whole; a refusal's echo (cut at 200 characters) held a run of it, as did a path splitting it with a `/` (`%2F`), and a
+// double-encoded one (`%2554`, as a server decoding twice reads it) was not decoded.
+Deno.test("an access token percent-encoded in full (upper or lower case hex, split by an encoded '/', encoded twice) in a path shows in no refusal of fetch, pciFetch or list, ApiError, api.request or api.list event, or page's request.url", async () => {
+  const token =
+    "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJjbGllbnQtMTIzIn0.Zq8X+kP2m_Lw9RtV4nBc7YhJ3dFg6SaE1uKo5i";
+  await using api = loopbackApi(
+    token,
+    (request) =>
+      new URL(request.url).pathname.includes("/list/")
+        ? Response.json([])
+        : new Response("no", { status: 404 }),
+  );
+  const events: PartnerApiEvent[] = [];
+  const client = createClient({
+    environment: api.environment,
+    clientId: "cid-cid-cid",
+    clientSecret: SECRET,
+    retry: false,
+    onEvent: (event) => events.push(event),
+  });
+  await (await client.fetch("list/warm")).body?.cancel(); // the token, sent
+  const hex = (text: string) =>
+    [...text].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, "0")}`)
+      .join("").toUpperCase();
+  const half = token.length / 2;
+  const [upper, lower] = [hex(token), hex(token).toLowerCase()];
+  const split = (by: string) =>
+    hex(token.slice(0, half)) + by + hex(token.slice(half));
+  const shown: string[] = [];
+  const show = (thing: unknown) =>
+    shown.push(Deno.inspect(thing, { depth: 9 }));
+  // Refused before sending (`;`, an encoded `/` or `%25` is a path a server may read as outside the base).
+  const refused = [upper, lower, split("%2F"), upper.replaceAll("%", "%25")];
+  for (const path of refused.map((encoded) => `items/a;k=${encoded}`)) {
+    const calls: (() => Promise<unknown>)[] = [
+      () => client.fetch(path),
+      () => client.pciFetch(path),
+      () => client.list(path).next(),
+    ];
+    for (const call of calls) {
+      const error = await Promise.resolve().then(call).catch((e) => e);
+      equal((error as { option?: string }).option, "path");
+      show(error);
+    }
+  }
+  // Sent: the ApiError of a list's 404, the events, a page's request.
+  for (const encoded of [upper, lower, split("/")]) {
+    const error = await client.list(`items/${encoded}`).next().catch((e) => e);
+    ok(error instanceof ApiError);
+    show(error);
+    for await (const page of client.pages(`list/${encoded}`)) show(page);
+  }
+  equal(shown.length, 12 + 6);
+  show(events);
+  let read = shown.join("\n");
+  for (let i = 0; i < 2; i++) {
+    read = read.replace(
+      /(?:%[0-9a-f]{2})+/gi,
+      (run) => decodeURIComponent(run),
+    );
+  }
+  read = read.replaceAll("/", "");
+  const bare = token.replaceAll("/", "");
+  for (let at = 0; at + 12 <= bare.length; at++) {
+    ok(!read.includes(bare.slice(at, at + 12)), bare.slice(at, at + 12));
+  }
 });

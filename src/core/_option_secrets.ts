@@ -74,8 +74,9 @@ export function pathWithoutSecrets(
 }
 
 /**
- * What stands for an address that still holds a run of the client secret, or a token of `secrets` percent-encoded in
- * part (no form of it matches: `Tok%45n`); undefined when it holds neither.
+ * What stands for an address that still holds a run of the client secret, or a token of `secrets` percent-encoded (no
+ * form of it matches: `Tok%45n`, each character as `%XX`), whole or a run of it (an echo cut short); undefined when it
+ * holds neither.
  */
 function hiddenIn(secrets: readonly Secret[]) {
   const secret = secretHeld(secrets);
@@ -84,8 +85,11 @@ function hiddenIn(secrets: readonly Secret[]) {
   );
   return (text: string) => {
     if (secret(text)) return "/[not shown: it held the client secret]";
-    const read = text.includes("%") ? percentDecoded(text) : "";
-    const token = tokens.some((value) => read.includes(value));
+    if (!text.includes("%")) return undefined; // the one branch a path without a `%` pays
+    // Read as a server that decodes twice reads it, without its `/`s: a `%2F` split the token into segments.
+    const read = percentDecoded(percentDecoded(text)).replaceAll("/", "");
+    const token = tokens.map((value) => value.replaceAll("/", ""))
+      .some((value) => read.includes(value) || holdsRun(read, value));
     return token ? "/[not shown: it held a token]" : undefined;
   };
 }
