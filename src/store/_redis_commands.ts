@@ -54,6 +54,13 @@ export function text(reply: unknown): string | undefined {
 /** The store's scripts, by what they do. */
 export type ScriptName = "take" | "swap" | "renew" | "publish" | "release";
 
+// TAKE and SWAP first drop a key of another type (a take held every process off for good; a swap threw WRONGTYPE,
+// outside attack r151 F10) and a record past the bound: neither holds a record.
+const UNREADABLE = `for _, key in ipairs(KEYS) do
+  local kind = redis.call('TYPE', key).ok
+  if kind ~= 'none' and kind ~= 'string' then redis.call('DEL', key) end
+end
+if redis.call('STRLEN', KEYS[1]) > ${MAX_STORED_RECORD} then redis.call('DEL', KEYS[1]) end`;
 // PUBLISH and RELEASE let the lease go and tell its waiters (XREAD on KEYS[3]) what was published
 // (ARGV[2], else ''), then leave the stream to expire.
 const RELEASED = `redis.call('DEL', KEYS[2])
@@ -61,21 +68,15 @@ redis.call('XADD', KEYS[3], '*', 'record', ARGV[2])
 redis.call('PEXPIRE', KEYS[3], ARGV[4])
 return 1`;
 export const SCRIPTS: Record<ScriptName, string> = {
-  // Each script acts only if a value is still the one this process saw or wrote. TAKE first drops a
-  // key of another type (it would hold every process off for good); an unreadable record (ARGV[4] '1')
-  // may be taken over while it is no sealed record. Taken by another, it answers who holds it.
-  take: `for _, key in ipairs(KEYS) do
-  local kind = redis.call('TYPE', key).ok
-  if kind ~= 'none' and kind ~= 'string' then redis.call('DEL', key) end
-end
-if redis.call('STRLEN', KEYS[1]) > ${MAX_STORED_RECORD} then redis.call('DEL', KEYS[1]) end
+  // Each script acts only if a value is still the one this process saw or wrote. An unreadable record
+  // (ARGV[4] '1') may be taken over while it is no sealed record. Taken by another, it answers who holds it.
+  take: `${UNREADABLE}
 local record = redis.call('GET', KEYS[1]) or ''
 if record ~= ARGV[1] and (ARGV[4] ~= '1' or
   string.find(record, '"sealed"', 1, true)) then return 0 end
 if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return 1 end
 return redis.call('GET', KEYS[2]) or 0`,
-  swap:
-    `if redis.call('STRLEN', KEYS[1]) > ${MAX_STORED_RECORD} then redis.call('DEL', KEYS[1]) end
+  swap: `${UNREADABLE}
 if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return 1`,
@@ -100,6 +101,15 @@ export function plainScript(name: ScriptName, ...steps: Parameters<Steps>) {
   return { take, swap, renew, publish, release }[name](...steps);
 }
 
+/** The record (`keys[0]`) as the take and swap scripts first read it: `keys` of another type dropped. */
+async function readableText(keys: readonly string[], send: RedisCommand) {
+  for (const key of keys) {
+    const kind = text(await send(["TYPE", key]));
+    if (kind !== "none" && kind !== "string") await send(["DEL", key]);
+  }
+  return await recordText(keys[0]!, send);
+}
+
 /** The record as the take script compares it: '' when absent or too large. */
 async function recordText(key: string, send: RedisCommand) {
   if (Number(await send(["STRLEN", key])) > MAX_STORED_RECORD) {
@@ -113,13 +123,9 @@ async function recordText(key: string, send: RedisCommand) {
 const take: Steps = async (keys, args, send) => {
   const [record, lease] = keys as [string, string];
   const [seen, value, ms, unreadable] = args;
-  for (const key of keys) {
-    const kind = text(await send(["TYPE", key]));
-    if (kind !== "none" && kind !== "string") await send(["DEL", key]);
-  }
   const changed = (text: string) =>
     text !== seen && (unreadable !== "1" || text.includes('"sealed"'));
-  if (changed(await recordText(record, send))) return 0;
+  if (changed(await readableText(keys, send))) return 0;
   if (await send(["SET", lease, value!, "NX", "PX", ms!]) === null) {
     return text(await send(["GET", lease])) ?? 0;
   }
@@ -130,7 +136,7 @@ const take: Steps = async (keys, args, send) => {
 
 /** KEYS record; ARGV seen, value, ms. */
 const swap: Steps = async ([record], [seen, value, ms], send) => {
-  if (await recordText(record!, send) !== seen) return 0;
+  if (await readableText([record!], send) !== seen) return 0;
   await send(["SET", record!, value!, "PX", ms!]);
   return 1;
 };
