@@ -20,15 +20,19 @@ Deno.test("update() changes the record only as it was read: a concurrent write m
     quota: [],
   });
   await store.set("k", { token: token("first"), blockedUntil: 1 });
-  // Another process writes just before the first commit.
+  // Another process (a store object of its own) writes just before the first commit. Its set() commits atomically
+  // too (r151 F7), through this hook: marked raced first, it passes.
+  const other = createKvTokenStore(kv);
   const atomic = kv.atomic.bind(kv);
   let raced = false;
   kv.atomic = () => {
     const operation = atomic();
     const commit = operation.commit.bind(operation);
     operation.commit = async () => {
-      if (!raced) await store.set("k", { token: token("second") });
-      raced = true;
+      if (!raced) {
+        raced = true;
+        await other.set("k", { token: token("second") });
+      }
       return await commit();
     };
     return operation;

@@ -101,17 +101,10 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   }
 
   set(key: string, record: TokenRecord): Promise<void> {
+    // Over the entry as read, as update(): a plain write landed sealed older than what another object had seen meanwhile,
+    // which then read the newest record as absent (outside attack r151 F7).
     return this.#seals.inTurn(key, async () => {
-      // Read first: the version written must be newer than the one stored.
-      await this.get(key).catch(() => {});
-      const names = await this.#keysOf(key);
-      // Landed, its version counts as seen: a copy written back older is refused (outside review r150 M2).
-      await this.#seals.write(key, record, async (sealed) => {
-        await unlocked(() =>
-          this.#kv.set(names.record, sealed, this.#expiry(record))
-        );
-        return true;
-      });
+      await this.update(key, () => record);
     });
   }
 

@@ -65,9 +65,10 @@ export async function openRecord(
 
 /**
  * One fleet store's seals: the key given, else one derived (HKDF) from each store key and its secret part. Each
- * write seals a version newer than any seen; an older record (a store rolled back, a record written back) is refused
- * once a newer one was seen here (read, or written by a write that landed) before the read began: a
- * process that saw none (started after) cannot tell.
+ * write seals a version newer than any seen; set() and update() land only over the record they read (a plain set()
+ * landing after newer writes left a version older than another object had seen: r151 F7). An older record (a store
+ * rolled back, a record written back) is refused once a newer one was seen here (read, or written by a write that
+ * landed) before the read began: a process that saw none (started after) cannot tell.
  */
 export class RecordSeals {
   readonly #keys: (key: string) => Promise<CryptoKey>;
@@ -102,9 +103,8 @@ export class RecordSeals {
   }
 
   /**
-   * `step` once this store object's steps before it for `key` settled: its plain writes land in the order they sealed.
-   * Concurrent, a set() that read an older version landed after one that sealed the next, so the record stored was
-   * older than the highest this object had seen, and it read its own record as absent (a flaky race test).
+   * `step` once this store object's steps before it for `key` settled: its set() calls land in the order they were
+   * made (each a compare-and-set, which alone may land in any order), the last one called last.
    */
   inTurn<R>(key: string, step: () => Promise<R>): Promise<R> {
     const turn = (this.#turns.get(key) ?? Promise.resolve()).then(step, step);

@@ -40,6 +40,8 @@ type RedisStoreConfig =
   & { readonly blockingCommand: RedisCommand | undefined };
 
 const UPDATE_ATTEMPTS = 10;
+/** A set() gives up only past contention no fleet meets: each attempt lost was another write that landed. */
+const SET_ATTEMPTS = 100;
 
 /** A {@linkcode TokenStore} on Redis that coordinates a fleet with leases. */
 export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
@@ -78,21 +80,19 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   }
 
   set(key: string, record: TokenRecord): Promise<void> {
+    // Over the value as read, as update(): a plain write landed sealed older than what another object had seen meanwhile,
+    // which then read the newest record as absent (outside attack r151 F7).
     return this.#seals.inTurn(key, async () => {
-      const keys = await this.#keysOf(key);
-      // Read first: the version written must be newer than the one stored.
-      await this.get(key).catch(() => {});
-      // Landed, its version counts as seen: a copy written back older is refused (outside review r150 M2).
-      await this.#seals.write(key, record, async (sealed) => {
-        const [value, lifetime] = this.#value(sealed, record);
-        await this.#send(["SET", keys.record, value, "PX", lifetime]);
-        return true;
-      });
+      await this.#update(key, () => record, SET_ATTEMPTS);
     });
   }
 
+  update(key: string, change: RecordChange) {
+    return this.#update(key, change, UPDATE_ATTEMPTS);
+  }
+
   /** Compare-and-set on the value as read. */
-  async update(key: string, change: RecordChange) {
+  async #update(key: string, change: RecordChange, attempts: number) {
     const { record } = await this.#keysOf(key);
     return await updateBy(change, async () => {
       const floor = this.#seals.floor(key);
@@ -102,7 +102,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
       this.#seals.write(key, next, async (sealed) => {
         const args = [seen ?? "", ...this.#value(sealed, next)];
         return await this.#script("swap", [record], args) === 1;
-      }), UPDATE_ATTEMPTS);
+      }), attempts);
   }
 
   coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {

@@ -53,16 +53,15 @@ export type { RedisCommand } from "./redis_command.ts";
  * @example Through node-redis, under an application's prefix
  * ```ts
  * import { createRedisTokenStore, type RedisTokenStoreOptions } from "@partner-api/client/redis";
- * import { ok } from "node:assert/strict";
+ * import { equal, ok } from "node:assert/strict";
  *
- * const data = new Map<string, string>(); // stands in for Redis: GET and SET
+ * const sent: string[][] = [];
  * const options: RedisTokenStoreOptions = {
- *   command: ([name, key, value]) =>
- *     Promise.resolve(name === "SET" ? (data.set(key!, value!), "OK") : data.get(key!) ?? null),
+ *   command: (args) => (sent.push(args), Promise.resolve(null)), // stands in for (args) => client.sendCommand(args)
  *   prefix: "my-app:partner-token",
  * };
- * await createRedisTokenStore(options).set("client", { blockedUntil: Date.now() + 60_000 });
- * ok([...data.keys()].every((key) => key.startsWith("my-app:partner-token:")));
+ * equal(await createRedisTokenStore(options).get("client"), undefined);
+ * ok(sent[0]?.[1]?.startsWith("my-app:partner-token:")); // GETRANGE <key> 0 65536
  * ```
  */
 export interface RedisTokenStoreOptions extends FleetStoreOptions {
@@ -101,10 +100,15 @@ const CONTEXT = "Cannot create Redis token store";
  * import { createRedisTokenStore } from "@partner-api/client/redis";
  * import { equal, ok } from "node:assert/strict";
  *
- * const data = new Map<string, string>(); // stands in for Redis: GET and SET
+ * const data = new Map<string, string>(); // stands in for a Redis refusing scripts (EVAL): plain commands then
  * const store = createRedisTokenStore({
- *   command: ([name, key, value]) =>
- *     Promise.resolve(name === "SET" ? (data.set(key!, value!), "OK") : data.get(key!) ?? null),
+ *   command: async ([name, key, value]) => {
+ *     if (name === "SET") return data.set(key!, value!) && "OK";
+ *     if (name === "TYPE") return data.has(key!) ? "string" : "none";
+ *     if (name === "STRLEN") return data.get(key!)?.length ?? 0;
+ *     if (name === "GET" || name === "GETRANGE") return data.get(key!) ?? null;
+ *     throw new Error(`ERR unknown command '${name}'`);
+ *   },
  * });
  * const blockedUntil = Date.now() + 60_000;
  * await store.set("client", { blockedUntil });
