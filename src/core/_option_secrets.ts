@@ -2,7 +2,7 @@
 // wrong option or a path) says so instead, and an error quoting an address it was sent in hides it.
 
 import { tried } from "./_check.ts";
-import { formEncode } from "./_encoding.ts";
+import { formEncode, UTF8 } from "./_encoding.ts";
 import {
   BASE64_RUN,
   holdsRun,
@@ -132,13 +132,16 @@ function holderOf(secret: string): (text: string) => boolean {
   // A secret of 8 to 11 characters has no run: its whole forms of 8 or more are looked for (a piece, or a shorter form
   // as `%41%42` decodes, would match other text: a host of the secret's, a base's too).
   const wholes = redactable(secret) ? whole.filter(redactable) : [];
+  // Its base64 is under BASE64_RUN's 16 characters from 8 to 11 bytes: shorter runs are read for it.
+  const short = wholes.length > 0 && UTF8.encode(secret).length < 12;
+  const runs = short ? SHORT_SECRET_RUN : BASE64_RUN;
   const holds = (text: string) =>
     [...forms].some((form) => holdsRun(text, form)) ||
     wholes.some((form) => text.toLowerCase().includes(form.toLowerCase()));
   return (text) => {
     const read = [text, ...decodings(text)];
     // Every base64 run read at once (one text each was seconds over a 200,000-character echo).
-    return [...read, base64Readings(read).join("\n")].some(holds);
+    return [...read, base64Readings(read, runs).join("\n")].some(holds);
   };
 }
 
@@ -149,10 +152,13 @@ const decodings = (text: string) => [
 ];
 
 /** What base64 runs of `texts` decode to, at each alignment (an `Authorization: Basic` value pasted). */
-const base64Readings = (texts: readonly string[]) =>
+const base64Readings = (texts: readonly string[], runs: RegExp) =>
   texts.flatMap((text) =>
-    (text.match(BASE64_RUN) ?? []).flatMap((run) => [...readings(run)])
+    (text.match(runs) ?? []).flatMap((run) => [...readings(run)])
   );
+
+/** Base64 runs that may hold a secret of 8 bytes, the fewest redacted (`MIN_REDACTED_LENGTH`): 11 characters. */
+const SHORT_SECRET_RUN = /[A-Za-z0-9+/_-]{11,}={0,2}/g;
 
 /**
  * The secret as the URL parser writes it, whole or in part: in a path (a `\` as `/`, tabs dropped, `.` segments gone),
