@@ -132,8 +132,9 @@ function holderOf(secret: string): (text: string) => boolean {
   // A secret of 8 to 11 characters has no run: its whole forms of 8 or more are looked for (a piece, or a shorter form
   // as `%41%42` decodes, would match other text: a host of the secret's, a base's too).
   const wholes = redactable(secret) ? whole.filter(redactable) : [];
-  // Its base64 is under BASE64_RUN's 16 characters from 8 to 11 bytes: shorter runs are read for it.
-  const short = wholes.length > 0 && UTF8.encode(secret).length < 12;
+  // Its base64 is under BASE64_RUN's 16 characters from 8 to 11 bytes: shorter runs are read for it (for it only).
+  const short = wholes.length > 0 && secret.length < 12 &&
+    UTF8.encode(secret).length < 12;
   const runs = short ? SHORT_SECRET_RUN : BASE64_RUN;
   const holds = (text: string) =>
     [...forms].some((form) => holdsRun(text, form)) ||
