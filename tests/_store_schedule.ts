@@ -1,9 +1,11 @@
 // Shared by the KV and Redis interleaving tests (outside attack r151 F7):
 // store objects over one database, whose every database operation waits
 // until a schedule lets it go, one at a time, so that a test chooses how
-// their set() and update() calls interleave. Every object must then read the
-// write that landed last, and no change() is ever handed `undefined` while a
-// record is stored.
+// their set(), update() and coordinate() calls interleave (a coordinate()
+// holding the lease publishes as it lets go; one that finds the lease held
+// requests alone and sets, its stores having `maxWait: 0`). Every object must
+// then read the write that landed last, and no change() or look is ever
+// handed `undefined` while a record is stored.
 
 import { deepStrictEqual, equal } from "node:assert/strict";
 import fc from "fast-check";
@@ -14,7 +16,7 @@ import { runs } from "./_property_runs.ts";
 export type Gate = <T>(operation: () => Promise<T>) => Promise<T>;
 
 /** What each store object does, in order. */
-export type Plan = readonly ("set" | "update")[];
+export type Plan = readonly ("set" | "update" | "coordinate")[];
 
 /** Lets the held operations go one at a time; `picks` choose among the waiting objects, by their number. */
 class Schedule {
@@ -50,15 +52,16 @@ class Schedule {
 }
 
 /**
- * One object per plan (`open` makes a store object over the database, its operations through `gate`), after a first
- * record: their calls interleaved by `picks`. Each then reads the write that landed last, as a new object does.
+ * One object per plan (`open` makes a store object over the database, its operations through `gate`, with `maxWait: 0`:
+ * a coordinate() never polls), after a first record: their calls interleaved by `picks`. Each then reads the write
+ * that landed last, as a new object does: that record.
  */
 export async function interleave(
   open: (gate: Gate) => TokenStore,
   key: string,
   plans: readonly Plan[],
   picks: readonly number[],
-): Promise<void> {
+): Promise<TokenRecord | undefined> {
   const schedule = new Schedule();
   const stores = plans.map((_, task) => open(schedule.gate(task)));
   let next = 0;
@@ -68,13 +71,24 @@ export async function interleave(
   await schedule.run(
     plans.map((plan, task) => async () => {
       for (const call of plan) {
-        const record = { blockedUntil: ++next };
+        let record: TokenRecord = { blockedUntil: ++next };
         if (call === "set") await stores[task]!.set(key, record);
-        else {
+        else if (call === "update") {
           await stores[task]!.update!(key, (stored) => {
             if (stored === undefined) handedNothing++;
             return record;
           });
+        } else {
+          // What it stores: the request's record over the one then stored (the later block of the two).
+          let looked = 0;
+          const request = record;
+          record = await stores[task]!.coordinate!(key, {
+            settled: () => (looked++, false),
+            request: () => Promise.resolve(request),
+            signal: new AbortController().signal,
+            requestBudget: 0,
+          });
+          if (looked === 0) handedNothing++; // every look saw the store empty
         }
         // Before any other object goes on: the order of landing.
         landed.push(record);
@@ -91,20 +105,33 @@ export async function interleave(
     await store.update!(key, (stored) => void handed.push(stored));
     deepStrictEqual(handed, [last], `object ${at}'s update()`);
   }
+  return last;
 }
 
 /**
- * The checks: object 1's set() reads, object 0 updates twice, then the set lands (outside attack r151 F7); then
- * any plans of two and three objects, interleaved at random.
+ * The checks: object 1's set() reads, object 0 updates twice, then the set lands (outside attack r151 F7); object 0
+ * holds the lease and reads, object 1 updates twice (a 401 reported), then the holder publishes (`looks`: the database
+ * operations of a look); then any plans of two and three objects, interleaved at random.
  */
-export async function checkInterleavings(open: (gate: Gate) => TokenStore) {
+export async function checkInterleavings(
+  open: (gate: Gate) => TokenStore,
+  looks: number,
+) {
   let run = 0;
   await interleave(open, `f7-${run++}`, [["update", "update"], ["set"]], [
     1, // the set's read
     ...[0, 0, 0, 0], // two updates, each a read and a compare-and-set
     1, // the set's write
   ]);
-  const plan = fc.array(fc.constantFrom("set" as const, "update" as const), {
+  const raced: Plan[] = [["coordinate"], ["update", "update"]];
+  const published = await interleave(open, `publish-${run++}`, raced, [
+    ...Array(looks + 2).fill(0), // the holder's look, take and read after the request
+    ...[1, 1, 1, 1], // two updates
+    ...Array(8).fill(0), // the holder's publish (and what it does when it finds the record changed)
+  ]);
+  // Over the record the updates left (their later block kept, as a 401's renewal must be), not the one read before.
+  deepStrictEqual(published, { blockedUntil: 4 });
+  const plan = fc.array(fc.constantFrom("set", "update", "coordinate"), {
     minLength: 1,
     maxLength: 4,
   });
@@ -117,7 +144,9 @@ export async function checkInterleavings(open: (gate: Gate) => TokenStore) {
     fc.asyncProperty(
       fc.array(plan, { minLength: 2, maxLength: 3 }),
       picks,
-      (plans, picks) => interleave(open, `run-${run++}`, plans, picks),
+      async (plans, picks) => {
+        await interleave(open, `run-${run++}`, plans, picks);
+      },
     ),
     { numRuns: runs(100, 1000) },
   );

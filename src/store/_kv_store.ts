@@ -111,17 +111,10 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   /** Compare-and-set on the entry's versionstamp. */
   async update(key: string, change: RecordChange) {
     const { record } = await this.#keysOf(key);
-    return await updateBy(change, async () => {
-      const floor = this.#seals.floor(key);
-      const entry = await unlocked(() => this.#kv.get<SealedRecord>(record));
-      return [await this.#open(key, entry.value, floor), entry];
-    }, (next, entry) =>
-      this.#seals.write(key, next, async (sealed) => {
-        const swap = () =>
-          this.#kv.atomic().check(entry)
-            .set(record, sealed, this.#expiry(next)).commit();
-        return (await unlocked(swap)).ok;
-      }), LOCKED_RETRIES);
+    const read = () => this.#current(key, record);
+    const swap = (next: TokenRecord, entry: Deno.AtomicCheck) =>
+      this.#swap(key, record, next, [entry]);
+    return await updateBy(change, read, swap, LOCKED_RETRIES);
   }
 
   coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {
@@ -161,20 +154,49 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
         const renewed = await write(this.#kv.atomic().check(lease));
         if (renewed.ok) lease.versionstamp = renewed.versionstamp;
       },
-      publish: (record: TokenRecord) =>
-        this.#seals.write(key, record, async (sealed) => {
-          const publish = () =>
-            this.#kv.atomic().check(lease)
-              .set(names.record, sealed, this.#expiry(record))
-              .delete(lease.key).commit();
-          return (await unlocked(publish)).ok;
-        }),
+      read: () => this.#current(key, names.record),
+      publish: async (record: TokenRecord, entry: Deno.AtomicCheck) => {
+        const letGo = (write: Deno.AtomicOperation) => write.delete(lease.key);
+        const checks = [lease, entry];
+        if (await this.#swap(key, names.record, record, checks, letGo)) {
+          return true;
+        }
+        // Refused: the lease was lost, or another write landed first (read again).
+        const now = await unlocked(() => this.#kv.get(lease.key));
+        return now.versionstamp === lease.versionstamp ? false : undefined;
+      },
       release: async () => {
         await unlocked(() =>
           this.#kv.atomic().check(lease).delete(lease.key).commit()
         );
       },
     };
+  }
+
+  /** Writes `record` sealed under `name` if `checks` hold, `also` in the same commit; whether it landed. */
+  #swap(
+    key: string,
+    name: Deno.KvKey,
+    record: TokenRecord,
+    checks: Deno.AtomicCheck[],
+    also = (write: Deno.AtomicOperation) => write,
+  ): Promise<boolean> {
+    return this.#seals.write(key, record, async (sealed) => {
+      const swap = () =>
+        also(this.#kv.atomic().check(...checks))
+          .set(name, sealed, this.#expiry(record)).commit();
+      return (await unlocked(swap)).ok;
+    });
+  }
+
+  /** The record as read, and its entry, which a compare-and-set checks. */
+  async #current(
+    key: string,
+    name: Deno.KvKey,
+  ): Promise<[TokenRecord | undefined, Deno.KvEntryMaybe<SealedRecord>]> {
+    const floor = this.#seals.floor(key);
+    const entry = await unlocked(() => this.#kv.get<SealedRecord>(name));
+    return [await this.#open(key, entry.value, floor), entry];
   }
 
   /** Whether a lease (its holder, and until when: KV's own expiry is not prompt) is over: its time is up here, or it was seen unchanged for a whole lease (skew holds nobody). */

@@ -3,7 +3,7 @@
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import type { FleetStoreOptions } from "./fleet_options.ts";
-import { published } from "./_record.ts";
+import { published, publishedOver } from "./_record.ts";
 import { delay, keepRefreshed } from "../core/_deadlines.ts";
 import {
   checkNumber,
@@ -26,12 +26,14 @@ export interface LeaseView<Snapshot> {
   readonly holder?: string;
 }
 
-/** A lease this process holds. */
-export interface HeldLease {
+/** A lease this process holds; `Seen`: a record as read, which its publish checks. */
+export interface HeldLease<Seen = unknown> {
   /** Extends the lease by its full duration, if it is still ours. */
   renew(): Promise<void>;
-  /** Writes the record and lets the lease go in one step; `false` if the lease was lost. */
-  publish(record: TokenRecord): Promise<boolean>;
+  /** The record as it stands, and what {@linkcode HeldLease.publish} checks. */
+  read(): Promise<[TokenRecord | undefined, Seen]>;
+  /** Writes `record` and lets the lease go in one step if the record is still `seen`: `false` if another write landed first, `undefined` if the lease was lost. */
+  publish(record: TokenRecord, seen: Seen): Promise<boolean | undefined>;
   /** Lets the lease go, if it is still ours. */
   release(): Promise<void>;
 }
@@ -98,6 +100,9 @@ export function fleetStoreConfig(options: FleetStoreOptions, context: string) {
 }
 
 export type RecordChange = Parameters<NonNullable<TokenStore["update"]>>[1];
+
+/** As a set(), a publish gives up only past contention no fleet meets: each attempt lost was another write that landed. */
+const PUBLISH_ATTEMPTS = 100;
 
 /** Compare-and-set: `write` fails when another process wrote since `read`, and `change` runs again. */
 export async function updateBy<Seen>(
@@ -188,11 +193,24 @@ async function requestHolding(
     throw error;
   }
   stop();
-  // A 401's renewal is not held off by the lease: what it changed meanwhile stands.
-  const record = await published(result, before, () => database.get(key));
+  let record = publishedOver(result, before);
   try {
+    let lost = false;
+    // Over the record as it stands (a 401's renewal is not held off by the lease: what it changed meanwhile stands),
+    // and only over the record read: sealed over an older read, it landed older than what another process had seen
+    // since, which then read the store as empty. Read again (tried twice) while another write lands first.
+    await updateBy(
+      (stored) => record = publishedOver(result, stored),
+      () => lease.read().catch(() => lease.read()),
+      async (next, seen) => {
+        const landed = await lease.publish(next, seen);
+        lost = landed === undefined;
+        return landed !== false;
+      },
+      PUBLISH_ATTEMPTS,
+    );
     // The lease was lost (the process stalled): publish only what is newer.
-    if (!await lease.publish(record)) {
+    if (lost) {
       const stored = await database.get(key);
       const newer = (stored?.token?.expiresAt ?? -Infinity) >=
         (record.token?.expiresAt ?? -Infinity);

@@ -65,10 +65,10 @@ export async function openRecord(
 
 /**
  * One fleet store's seals: the key given, else one derived (HKDF) from each store key and its secret part. Each
- * write seals a version newer than any seen; set() and update() land only over the record they read (a plain set()
- * landing after newer writes left a version older than another object had seen: r151 F7). An older record (a store
- * rolled back, a record written back) is refused once a newer one was seen here (read, or written by a write that
- * landed) before the read began: a process that saw none (started after) cannot tell.
+ * write seals a version newer than any seen; set(), update() and the lease holder's publish land only over the record
+ * they read (a plain write landing after newer ones left a version older than another object had seen: r151 F7). An
+ * older record (a store rolled back, a record written back) is refused once a newer one was seen here (read, or
+ * written by a write that landed) before the read began: a process that saw none (started after) cannot tell.
  */
 export class RecordSeals {
   readonly #keys: (key: string) => Promise<CryptoKey>;
@@ -134,18 +134,25 @@ export class RecordSeals {
   }
 }
 
-/**
- * What to store after a request, over the record as it stands once it answered (`read`, tried twice, else `before`): its
- * token kept when the result has none (a failed refresh, a 429's block; one a 401 dropped meanwhile stays dropped), and
- * the later of two 401 renewals and of two quota blocks (another process may have stored one meanwhile).
- */
+/** What to store after a request, {@linkcode publishedOver} the record as it stands once it answered (`read`, tried twice, else `before`). */
 export async function published(
   result: TokenRecord,
   before: TokenRecord | undefined,
   read: () => Promise<TokenRecord | undefined>,
 ): Promise<TokenRecord> {
   // Read again once: a failed read (one dropped command) fell back to `before`, losing a renewal made meanwhile.
-  const current = await read().catch(read).catch(() => before);
+  return publishedOver(result, await read().catch(read).catch(() => before));
+}
+
+/**
+ * A request's `result` over the record `current`ly stored: its token kept when the result has none (a failed refresh,
+ * a 429's block; one a 401 dropped meanwhile stays dropped), and the later of two 401 renewals and of two quota blocks
+ * (another process may have stored one meanwhile).
+ */
+export function publishedOver(
+  result: TokenRecord,
+  current: TokenRecord | undefined,
+): TokenRecord {
   const token = result.token ?? current?.token;
   const [mine, theirs] = [result.renewal, current?.renewal];
   const renewal = (theirs?.at ?? -Infinity) > (mine?.at ?? -Infinity)

@@ -54,9 +54,10 @@ export function text(reply: unknown): string | undefined {
 /** The store's scripts, by what they do. */
 export type ScriptName = "take" | "swap" | "renew" | "publish" | "release";
 
-// TAKE and SWAP first drop a key of another type (a take held every process off for good; a swap threw WRONGTYPE,
-// outside attack r151 F10) and a record past the bound: neither holds a record.
-const UNREADABLE = `for _, key in ipairs(KEYS) do
+// TAKE, SWAP and PUBLISH first drop a key of another type among `keys` (a take held every process off for good; a swap
+// threw WRONGTYPE, outside attack r151 F10) and a record past the bound: neither holds a record.
+const unreadable = (keys: string) =>
+  `for _, key in ipairs(${keys}) do
   local kind = redis.call('TYPE', key).ok
   if kind ~= 'none' and kind ~= 'string' then redis.call('DEL', key) end
 end
@@ -70,19 +71,24 @@ return 1`;
 export const SCRIPTS: Record<ScriptName, string> = {
   // Each script acts only if a value is still the one this process saw or wrote. An unreadable record
   // (ARGV[4] '1') may be taken over while it is no sealed record. Taken by another, it answers who holds it.
-  take: `${UNREADABLE}
+  take: `${unreadable("KEYS")}
 local record = redis.call('GET', KEYS[1]) or ''
 if record ~= ARGV[1] and (ARGV[4] ~= '1' or
   string.find(record, '"sealed"', 1, true)) then return 0 end
 if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return 1 end
 return redis.call('GET', KEYS[2]) or 0`,
-  swap: `${UNREADABLE}
+  swap: `${unreadable("KEYS")}
 if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return 1`,
   renew: `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 return redis.call('PEXPIRE', KEYS[1], ARGV[2])`,
+  // The lease, then the record as the holder read it (ARGV[5], ARGV[6] as the take's ARGV[1], ARGV[4]): -1, read again.
   publish: `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+${unreadable("{KEYS[1]}")}
+local record = redis.call('GET', KEYS[1]) or ''
+if record ~= ARGV[5] and (ARGV[6] ~= '1' or
+  string.find(record, '"sealed"', 1, true)) then return -1 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 ${RELEASED}`,
   release: `if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
@@ -123,8 +129,7 @@ async function recordText(key: string, send: RedisCommand) {
 const take: Steps = async (keys, args, send) => {
   const [record, lease] = keys as [string, string];
   const [seen, value, ms, unreadable] = args;
-  const changed = (text: string) =>
-    text !== seen && (unreadable !== "1" || text.includes('"sealed"'));
+  const changed = changedFrom(seen, unreadable);
   if (changed(await readableText(keys, send))) return 0;
   if (await send(["SET", lease, value!, "NX", "PX", ms!]) === null) {
     return text(await send(["GET", lease])) ?? 0;
@@ -147,10 +152,18 @@ const renew: Steps = async ([lease], [value, ms], send) => {
   return await send(["PEXPIRE", lease!, ms!]);
 };
 
-/** KEYS record, lease, stream; ARGV lease value, record value, ms, stream ms. */
+/** Whether a record's text changed since `seen` was read; `unreadable` ('1'): it may be replaced while it is no sealed record. */
+function changedFrom(seen: string | undefined, unreadable: string | undefined) {
+  return (text: string) =>
+    text !== seen && (unreadable !== "1" || text.includes('"sealed"'));
+}
+
+/** KEYS record, lease, stream; ARGV lease value, record value, ms, stream ms, and the take's seen and unreadable. */
 const publish: Steps = async (keys, args, send) => {
   const [record, lease] = keys as [string, string];
   if (text(await send(["GET", lease])) !== args[0]) return 0;
+  const changed = changedFrom(args[4], args[5]);
+  if (changed(await readableText([record], send))) return -1;
   await send(["SET", record, args[1]!, "PX", args[2]!]);
   return await release(keys, args, send);
 };

@@ -28,7 +28,7 @@ import { entryNames } from "./_key.ts";
 import { delay, raceAbort } from "../core/_deadlines.ts";
 import { base64 } from "../core/_encoding.ts";
 
-/** A record as a look saw it: its text, and whether it could be read. */
+/** A record as a look or a read saw it: its text, and whether it could be read. */
 interface Seen {
   readonly value: string;
   readonly readable: boolean;
@@ -94,15 +94,13 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   /** Compare-and-set on the value as read. */
   async #update(key: string, change: RecordChange, attempts: number) {
     const { record } = await this.#keysOf(key);
-    return await updateBy(change, async () => {
-      const floor = this.#seals.floor(key);
-      const seen = await this.#read(record);
-      return [await this.#decode(key, seen, floor), seen];
-    }, (next, seen) =>
+    const read = () => this.#current(key, record);
+    const swap = (next: TokenRecord, seen: Seen) =>
       this.#seals.write(key, next, async (sealed) => {
-        const args = [seen ?? "", ...this.#value(sealed, next)];
+        const args = [seen.value, ...this.#value(sealed, next)];
         return await this.#script("swap", [record], args) === 1;
-      }), attempts);
+      });
+    return await updateBy(change, read, swap, attempts);
   }
 
   coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {
@@ -119,10 +117,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     return {
       record,
       leaseFree: lease === undefined, // Redis expires leases on time
-      snapshot: {
-        value: value ?? "",
-        readable: value === undefined || record !== undefined,
-      },
+      snapshot: seenOf(value, record),
       ...(lease === undefined ? {} : { holder: lease }),
     };
   }
@@ -139,11 +134,17 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
       renew: async () => {
         await this.#script("renew", [keys.lease], [lease, ms]);
       },
-      publish: (record: TokenRecord) =>
-        this.#seals.write(key, record, async (sealed) => {
-          const args = [lease, ...this.#value(sealed, record), ms];
-          return await this.#script("publish", told, args) === 1;
-        }),
+      read: () => this.#current(key, keys.record),
+      publish: async (record: TokenRecord, seen: Seen) => {
+        const checked = [seen.value, seen.readable ? "0" : "1"];
+        let answer: unknown;
+        await this.#seals.write(key, record, async (sealed) => {
+          const args = [lease, ...this.#value(sealed, record), ms, ...checked];
+          return (answer = await this.#script("publish", told, args)) === 1;
+        });
+        // -1: another write landed first (read again); else the lease was lost.
+        return answer === 1 ? true : answer === -1 ? false : undefined;
+      },
       release: async () => {
         await this.#script("release", told, [lease, "", "", ms]);
       },
@@ -191,6 +192,17 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     const fields = entry![1];
     const value = Array.isArray(fields) ? text(fields[1]) : undefined;
     return await this.#decode(key, value || undefined, floor);
+  }
+
+  /** The record as read, and what a compare-and-set checks. */
+  async #current(
+    key: string,
+    name: string,
+  ): Promise<[TokenRecord | undefined, Seen]> {
+    const floor = this.#seals.floor(key);
+    const value = await this.#read(name);
+    const record = await this.#decode(key, value, floor);
+    return [record, seenOf(value, record)];
   }
 
   /** A script by EVAL; once Redis refuses EVAL, the same steps by plain commands. */
@@ -243,6 +255,17 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
       return undefined; // not ours, or damaged: as if absent
     }
   }
+}
+
+/** What a compare-and-set checks of a record read: `value` as text ("" if absent), whether it held `record`. */
+function seenOf(
+  value: string | undefined,
+  record: TokenRecord | undefined,
+): Seen {
+  return {
+    value: value ?? "",
+    readable: value === undefined || record !== undefined,
+  };
 }
 
 function fromBase64(text: string): Uint8Array<ArrayBuffer> {
