@@ -1,4 +1,6 @@
 import { PartnerApiError } from "../core/errors.ts";
+import { handedBy, redactInPlace, secretsOf } from "../core/_redact.ts";
+import { withoutSecretEcho, withoutSecrets } from "../core/_option_secrets.ts";
 
 /**
  * Why a list cannot be copied:
@@ -80,4 +82,26 @@ export function sinkMismatch(where: string, why: string, instead: string) {
   const message =
     `Cannot sync into ${where}: ${why}. Nothing was changed: ${instead}`;
   return new SyncError(message, "sink-mismatch", where);
+}
+
+/**
+ * Keeps `client`'s secrets out of what a run shows (`hide`: an error, in place, or an id), from now until `stop`: as the
+ * client shows its refusals, an option's echo of the client secret (a run, encoded) as `[client_secret]`; the
+ * credentials, the tokens the run sent and the last two the provider handed out (a refusal before any request quotes
+ * the path, query or options given) by name; a text that still holds a run of the secret or a token sent dropped whole.
+ */
+export function secretsHidden(client: object) {
+  const run = secretsOf(client);
+  const { tokenProvider } = client as { tokenProvider?: unknown };
+  const hide = <E>(shown: E): E => {
+    const secrets = run.secrets();
+    const secret = secrets.find((s) => typeof s === "object")?.secret;
+    const echo = Object.hasOwn(Object(shown), "option")
+      ? withoutSecretEcho(shown, secret)
+      : shown;
+    const handed = handedBy(Object(tokenProvider));
+    const named = withoutSecrets(echo, [...handed, ...secrets]);
+    return redactInPlace(named, run.clean) as E;
+  };
+  return { hide, stop: run.stop };
 }

@@ -43,7 +43,7 @@ import { steadyClock } from "../core/_clock.ts";
 import { ownDeadlines } from "../core/_deadlines.ts";
 import { settledOrAborted } from "./_lease.ts";
 import { given, MAX_TIMER_MS } from "../core/_check.ts";
-import { redactInPlace, secretsOf } from "../core/_redact.ts";
+import { secretsHidden } from "./sync_error.ts";
 
 /**
  * Copies the list at `path` into `sink` and keeps it current: complete and once, also when items are inserted or deleted
@@ -83,21 +83,22 @@ export async function syncList<T>(
   path: string,
   options: SyncOptions<T>,
 ): Promise<SyncResult> {
-  const config = syncConfig(path, options);
-  // The client checks the list options when pages are asked for, before any request: here, before the sink is touched.
-  void client.pages(config.identity.path, listOptions(config, undefined));
-  const { clean, stop } = secretsOf(client);
+  const { hide, stop } = secretsHidden(client);
   try {
+    const config = syncConfig(path, options);
+    // The client checks the list options when pages are asked for, before any request: here, before the sink is touched.
+    void client.pages(config.identity.path, listOptions(config, undefined));
     config.signal?.throwIfAborted(); // aborted already: the sink untouched (a SQLite file not made)
     // A sink's call may hang (a database that stopped answering): the run ends after its signal all the same, and
     // lets go of the lock once that call settles, never under a write still in flight.
     return await settledOrAborted(
-      lockedRun(client, config, clean),
+      lockedRun(client, config, hide),
       config.signal,
     );
   } catch (error) {
-    // A SyncError quotes ids ("unordered"), a sink's or driver's error items: a service may echo a secret in either.
-    throw redactInPlace(error, clean);
+    // A refusal quotes the path, query or options given; a SyncError ids ("unordered"), a sink's or driver's error
+    // items: a user may paste a secret into the first, a service echo one in the others.
+    throw hide(error);
   } finally {
     stop();
   }
