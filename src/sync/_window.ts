@@ -304,7 +304,7 @@ function checkOrder(keys: readonly SyncKey[], order: Order, plan: WindowPlan) {
   if (at < 0) return;
   const [before, after] = [keys[at - 1]!.id, keys[at]!.id];
   throw new SyncError(
-    `Cannot sync: the list is not in the asked order: '${after}' came after '${before}' (page ${plan.page}, limit ${plan.limit})`,
+    `Cannot sync: the list is not in the asked order: '${after}' came after '${before}' (page ${plan.page}, limit ${plan.limit}; items of one sort value must come by id, compared as text)`,
     "unordered",
   );
 }

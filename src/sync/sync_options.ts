@@ -48,7 +48,10 @@ export interface SyncSource {
  * ```
  */
 export interface SyncOptions<T> {
-  /** The unique id, never empty: a field name (e.g. `"transactionID"`), or a function of the item. */
+  /**
+   * The unique id, never empty: a field name (e.g. `"transactionID"`), or a function of the item, whose ids must order
+   * ties of `sortBy` as the service orders them (as text), else every run fails `"unordered"`.
+   */
   id: string | ((item: T) => string);
   /**
    * A field the service sorts by, in whose order new items come last (e.g. `"creationDate"`); ties ordered by id.
