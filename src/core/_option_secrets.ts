@@ -13,9 +13,12 @@ import {
   type Secret,
 } from "./_redact.ts";
 
-const SECRET_RECEIVED = ": received [client_secret]";
+/** What stands for a caller's text (an option's name, a value) holding a token or a run of the secret. */
+const NOT_SHOWN = "[not shown]";
 const SECRET_IN_OPTIONS =
   "an option's name or value held the client secret; it is not shown";
+const TOKEN_IN_OPTIONS =
+  "an option's name or value held a token or the client secret; it is not shown";
 
 /**
  * Runs `check`; where an option it refuses echoes the secret (pasted into the wrong option), the error says
@@ -29,35 +32,76 @@ export function secretOutOfChecks<T>(secret: unknown, check: () => T): T {
   }
 }
 
-/** `error`, an option's refusal, saying `received [client_secret]` where it echoes `secret` (whole, cut, encoded). */
+/**
+ * `error`, an option's refusal, saying `received [client_secret]` where it echoes `secret` (whole, cut, encoded), and
+ * naming an option whose name holds it (a query key of the user's) `query.[not shown]`.
+ */
 export function withoutSecretEcho<E>(error: E, secret: unknown): E {
   if (typeof secret !== "string") return error;
   const held = holderOf(secret);
-  // The echo of the value; where the option's own name holds it (a key of the user's), the text goes whole.
-  return redactInPlace(error, (text) => {
-    if (!held(text)) return text;
-    const echo = text.replace(/: received [^\n]*/, SECRET_RECEIVED);
-    return held(echo) ? SECRET_IN_OPTIONS : echo;
+  return echoHidden(
+    error,
+    (text) => [text, held(text)],
+    "[client_secret]",
+    SECRET_IN_OPTIONS,
+  );
+}
+
+/** A text as cleaned, and whether it still holds what is hidden. */
+type Cleaned = readonly [shown: string, held: boolean];
+
+/**
+ * `error` with each text `clean`ed; where one still holds what is hidden, the caller's text it echoes goes: an option
+ * named by it as `query.[not shown]` (the project's part of the name kept, as the `option` field and in the message),
+ * the value as `received <name>`; a text holding it still (a rule quoting it) goes whole.
+ */
+function echoHidden<E>(
+  error: E,
+  clean: (text: string) => Cleaned,
+  name: string,
+  whole: string,
+): E {
+  const option: unknown = typeof error === "object" && error !== null
+    ? Object.getOwnPropertyDescriptor(error, "option")?.value
+    : undefined;
+  const renamed = typeof option === "string" && clean(option)[1]
+    ? `${option.slice(0, option.indexOf(".") + 1)}${NOT_SHOWN}`
+    : undefined;
+  return redactInPlace(error, (given) => {
+    const text = renamed === undefined
+      ? given
+      : given === option
+      ? renamed
+      : given.replaceAll(`'${option}'`, `'${renamed}'`);
+    const [shown, held] = clean(text);
+    if (!held) return shown;
+    const echo = shown.replace(/: received [^\n]*/, `: received ${name}`);
+    return clean(echo)[1] ? whole : echo;
   }) as E;
 }
 
 /**
  * `error`, its message, stack and fields, without the client's secret or a token of `secrets` (one pasted into a path
  * was sent, and quoted whole with the address); its id and audience stay (a base's words, often), as does a value
- * under 8 characters (a token "test" cut every word). Where a run of the secret stays (the parser keeps a `$` and
- * encodes a space: no form matches), the addresses' paths and queries go.
+ * under 8 characters (a token "test" cut every word). Where a run of the secret or a token stays (the parser keeps a `$`
+ * and encodes a space: no form matches; percent-encoded), the addresses' paths and queries go; in an option's refusal,
+ * which holds none, the caller's text it echoes goes (`query.[not shown]`, `received [not shown]`).
  */
 export function withoutSecrets<E>(error: E, secrets: readonly Secret[]): E {
   const values = secrets.map(secretOnly)
     .filter((s) => redactable(typeof s === "string" ? s : s.secret));
   const hidden = hiddenIn(secrets);
-  return redactInPlace(error, (text) => {
-    const clean = redact(text, values);
-    const shown = hidden(clean);
-    return shown === undefined
-      ? clean
-      : clean.replace(PATHS, (_, origin = "") => origin + shown);
-  }) as E;
+  const clean = (text: string): Cleaned => {
+    const redacted = redact(text, values);
+    const shown = hidden(redacted);
+    if (shown === undefined) return [redacted, false];
+    const paths = redacted.replace(PATHS, (_, origin = "") => origin + shown);
+    return [paths, hidden(paths) !== undefined]; // asked again only where it held one
+  };
+  // An option's refusal echoes the caller's text, no address (a query's key, a sort): its echo goes.
+  return Object.hasOwn(Object(error), "option")
+    ? echoHidden(error, clean, NOT_SHOWN, TOKEN_IN_OPTIONS)
+    : redactInPlace(error, (text) => clean(text)[0]) as E;
 }
 
 /**
@@ -141,6 +185,8 @@ function holderOf(secret: string): (text: string) => boolean {
     wholes.some((form) => text.toLowerCase().includes(form.toLowerCase()));
   return (text) => {
     const read = [text, ...decodings(text)];
+    // Encoded twice (a value the caller encoded, in a query the URL encodes again: `%2541`), as hiddenIn reads a token.
+    if (/%[0-9a-f]{2}/i.test(read[1]!)) read.push(...decodings(read[1]!));
     // Every base64 run read at once (one text each was seconds over a 200,000-character echo).
     return [...read, base64Readings(read, runs).join("\n")].some(holds);
   };
