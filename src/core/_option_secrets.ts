@@ -9,6 +9,7 @@ import {
   readings,
   redact,
   redactable,
+  REDACTED,
   redactInPlace,
   type Secret,
 } from "./_redact.ts";
@@ -83,9 +84,10 @@ function echoHidden<E>(
 /**
  * `error`, its message, stack and fields, without the client's secret or a token of `secrets` (one pasted into a path
  * was sent, and quoted whole with the address); its id and audience stay (a base's words, often), as does a value
- * under 8 characters (a token "test" cut every word). Where a run of the secret or a token stays (the parser keeps a `$`
- * and encodes a space: no form matches; percent-encoded), the addresses' paths and queries go; in an option's refusal,
- * which holds none, the caller's text it echoes goes (`query.[not shown]`, `received [not shown]`).
+ * under 8 characters (a token "test" cut every word). Where a run of the secret or a token stays (cut, encoded, split by
+ * a `/`), the addresses' paths and queries go, then a text holding one still (a path, an id, a rule quoting it) goes
+ * whole; in an option's refusal, which holds none, the caller's text it echoes goes (`query.[not shown]`,
+ * `received [not shown]`).
  */
 export function withoutSecrets<E>(error: E, secrets: readonly Secret[]): E {
   const values = secrets.map(secretOnly)
@@ -99,49 +101,42 @@ export function withoutSecrets<E>(error: E, secrets: readonly Secret[]): E {
     return [paths, hidden(paths) !== undefined]; // asked again only where it held one
   };
   // An option's refusal echoes the caller's text, no address (a query's key, a sort): its echo goes.
-  return Object.hasOwn(Object(error), "option")
-    ? echoHidden(error, clean, NOT_SHOWN, TOKEN_IN_OPTIONS)
-    : redactInPlace(error, (text) => clean(text)[0]) as E;
+  if (Object.hasOwn(Object(error), "option")) {
+    return echoHidden(error, clean, NOT_SHOWN, TOKEN_IN_OPTIONS);
+  }
+  return redactInPlace(error, (text) => {
+    const [shown, held] = clean(text);
+    return !held ? shown : text.startsWith("/") ? hidden(shown)! : REDACTED;
+  }) as E;
 }
 
 /**
  * A request's path (or address) as events, spans and pages show it: without the client's secret or a token of `secrets`,
- * as {@linkcode withoutSecrets} shows it in an error (`/api/items/[client_secret]`); where a run of the secret stays, the
- * path goes.
+ * as {@linkcode withoutSecrets} shows it in an error (`/api/items/[client_secret]`); where a run of either stays, the
+ * path goes (`/[not shown: it held a token]`).
  */
-export function pathWithoutSecrets(
+export const pathWithoutSecrets = (
   path: string,
   secrets: readonly Secret[],
-): string {
-  const clean = withoutSecrets(path, secrets);
-  return path.startsWith("/") ? hiddenIn(secrets)(clean) ?? clean : clean;
-}
+): string => withoutSecrets(path, secrets);
 
 /**
- * What stands for an address that still holds a run of the client secret, or a token of `secrets` percent-encoded (no
- * form of it matches: `Tok%45n`, each character as `%XX`), whole or a run of it (an echo cut short); undefined when it
- * holds neither.
+ * What stands for an address that still holds a run of the client secret or of a token of `secrets`, in a form
+ * {@linkcode holderOf} reads (cut short, encoded, split by a `/`); undefined when it holds neither.
  */
 function hiddenIn(secrets: readonly Secret[]) {
-  const secret = secretHeld(secrets);
-  const tokens = secrets.filter((s): s is string =>
-    typeof s === "string" && redactable(s)
+  const secret = secrets.find((s) => typeof s === "object")?.secret;
+  const held = secret === undefined ? () => false : holderOf(secret);
+  const tokens = secrets.flatMap((s) =>
+    typeof s === "string" && redactable(s) ? [holderOf(s)] : []
   );
   return (text: string) => {
-    if (secret(text)) return "/[not shown: it held the client secret]";
-    if (!text.includes("%")) return undefined; // the one branch a path without a `%` pays
-    // Read as a server that decodes twice reads it, without its `/`s: a `%2F` split the token into segments.
-    const read = percentDecoded(percentDecoded(text)).replaceAll("/", "");
-    const token = tokens.map((value) => value.replaceAll("/", ""))
-      .some((value) => read.includes(value) || holdsRun(read, value));
-    return token ? "/[not shown: it held a token]" : undefined;
+    if (held(text)) return "/[not shown: it held the client secret]";
+    if (tokens.some((token) => token(text))) {
+      return "/[not shown: it held a token]";
+    }
+    return undefined;
   };
-}
-
-/** {@linkcode holderOf} the client secret among `secrets`; none: nothing holds it. */
-function secretHeld(secrets: readonly Secret[]): (text: string) => boolean {
-  const secret = secrets.find((s) => typeof s === "object")?.secret;
-  return secret === undefined ? () => false : holderOf(secret);
 }
 
 /** An http(s) address's path and query, to the next space (a `)` or `:` may be the secret's); a list's `no list at /x`,
@@ -160,19 +155,34 @@ function secretOnly(secret: Secret): Secret {
 const onlySecrets = new WeakMap<object, Secret>();
 
 /**
- * Whether a text holds a run of the secret in a form an option's echo gives it: as given, as a quoted echo escapes it,
- * as the URL parser writes it in an address, form-encoded (as HTTP Basic sends it), and in the text read percent-,
- * form- or base64-decoded (a `/`, a space or an `é` every few characters broke each run of the encoded echo; a `%41` of
- * the secret's own, its decoded one).
+ * Whether a text holds a run of the secret (or a token) in a form an option's echo gives it: as given, as a quoted echo
+ * escapes it, as the URL parser writes it in an address, form-encoded (as HTTP Basic sends it), and in the text read
+ * percent- (up to three times), form- or base64-decoded, and without its `/`s (a `/`, a space or an `é` every few
+ * characters broke each run of the encoded echo; a `%41` of the secret's own, its decoded one).
  */
 function holderOf(secret: string): (text: string) => boolean {
+  let holder = holders.get(secret);
+  if (holder !== undefined) return holder;
+  if (holders.size >= 64) holders.clear(); // a bound: tokens come and go
+  holders.set(secret, holder = madeHolder(secret));
+  return holder;
+}
+/** Per secret or token, its holder: its forms are made once (a provider hands out one token an hour). */
+const holders = new Map<string, (text: string) => boolean>();
+
+function madeHolder(secret: string): (text: string) => boolean {
   const whole = [
     secret,
     JSON.stringify(secret).slice(1, -1),
     formEncode(secret),
     ...decodings(secret),
   ];
-  const forms = new Set([...whole, ...addressForms(secret)]);
+  // Each without its `/`s too, as the text is read: a `/` or `%2F` split it into segments.
+  // Lower-cased, as runs are compared: a host's form is most often the secret's own.
+  const forms = new Set(
+    [...whole, ...addressForms(secret)].flatMap(withoutSlashes)
+      .map((form) => form.toLowerCase()),
+  );
   // A secret of 8 to 11 characters has no run: its whole forms of 8 or more are looked for (a piece, or a shorter form
   // as `%41%42` decodes, would match other text: a host of the secret's, a base's too).
   const wholes = redactable(secret) ? whole.filter(redactable) : [];
@@ -185,12 +195,20 @@ function holderOf(secret: string): (text: string) => boolean {
     wholes.some((form) => text.toLowerCase().includes(form.toLowerCase()));
   return (text) => {
     const read = [text, ...decodings(text)];
-    // Encoded twice (a value the caller encoded, in a query the URL encodes again: `%2541`), as hiddenIn reads a token.
-    if (/%[0-9a-f]{2}/i.test(read[1]!)) read.push(...decodings(read[1]!));
-    // Every base64 run read at once (one text each was seconds over a 200,000-character echo).
-    return [...read, base64Readings(read, runs).join("\n")].some(holds);
+    // Encoded again (a value the caller encoded once or twice, in a query the URL encodes once more: `%252541`).
+    for (let i = 1; i < 3 && /%[0-9a-f]{2}/i.test(read.at(-2)!); i++) {
+      read.push(...decodings(read.at(-2)!));
+    }
+    // All read at once, a line each: a search per run of each form is what a short text (a path) pays; one text per
+    // base64 run was seconds over a 200,000-character echo.
+    const texts = new Set(read.flatMap(withoutSlashes));
+    return holds([...texts, ...base64Readings(read, runs)].join("\n"));
   };
 }
+
+/** `text`, and without its `/`s where it holds one. */
+const withoutSlashes = (text: string) =>
+  text.includes("/") ? [text, text.replaceAll("/", "")] : [text];
 
 /** `text` percent-decoded, and form-decoded (`+` as a space). */
 const decodings = (text: string) => [
