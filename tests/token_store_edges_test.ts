@@ -583,3 +583,35 @@ Deno.test("a quota reading a store holds dated past the fleet's clock slack (a m
   equal(own.quota?.buckets[0]?.remaining, left);
   equal(heard.at(-1), left);
 });
+
+Deno.test("a KV store whose reads fail twice once the lease holder's token request answered still stores the token it paid for (the holder's publish reads the record first since 4966e5da)", async () => {
+  using real = await Deno.openKv(":memory:");
+  let failing = 0;
+  const kv = new Proxy(real, {
+    get: (target, name) => {
+      const value = Reflect.get(target, name);
+      if (name !== "get") return value.bind(target);
+      return (...args: Parameters<Deno.Kv["get"]>) =>
+        failing-- > 0 ? Promise.reject(new Error("busy")) : target.get(...args);
+    },
+  });
+  const store = createKvTokenStore(kv);
+  const token = {
+    accessToken: "paid-for-token-0123456789",
+    tokenType: "Bearer" as const,
+    expiresIn: 3600,
+    quota: [],
+    expiresAt: Date.now() + 3_600_000,
+  };
+  const out = await store.coordinate!("k", {
+    settled: (record) => record.token !== undefined,
+    request: () => {
+      failing = 2;
+      return Promise.resolve({ token });
+    },
+    signal: new AbortController().signal,
+    requestBudget: 1_000,
+  });
+  equal(out.token?.accessToken, token.accessToken);
+  equal((await store.get("k"))?.token?.accessToken, token.accessToken);
+});

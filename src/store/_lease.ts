@@ -217,7 +217,8 @@ async function requestHolding(
       if (!newer) await database.set(key, record);
     }
   } catch {
-    // The token is paid for: hand it out, and let the others take over.
+    // The token is paid for: stored if the database answers now (its reads failed twice), handed out, the others let in.
+    await database.set(key, record).catch(() => {});
     await lease.release().catch(() => {});
   }
   return record;
