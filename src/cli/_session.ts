@@ -12,7 +12,7 @@ import {
 import { createTokenProvider } from "../token/mod.ts";
 import type { Environment } from "../core/environment.ts";
 import type { SessionFlags } from "./_plan.ts";
-import { escapeControls, secretsOf } from "../core/_redact.ts";
+import { escapeControls, handedBy, secretsOf } from "../core/_redact.ts";
 import type { CliIo, CliWriter } from "./io.ts";
 import type { clearCache, openCache } from "./_cache.ts";
 import { UsageError } from "./_flag_values.ts";
@@ -138,6 +138,23 @@ export function openSession(
     /** The credentials and the access tokens the client sent this run: hidden where a server's answer repeats one. */
     secrets: secretsOf(client).secrets,
   };
+}
+
+/**
+ * The access tokens a failure's line must not show: those the session's provider handed out, and the one the cache holds
+ * for this configuration, read without a request (a flag refused before the session asked for a token may echo it).
+ */
+export async function knownTokens(run: RunIo, session?: Session) {
+  const record = await Promise.resolve().then(() => {
+    if (session?.cache) return session.cache.record();
+    const config = readConfig(run, Object.values(CONFIG_OPTIONAL_VARIABLES));
+    const { store } = run.openCache?.(config.clientSecret, () => {}, run.now) ??
+      {};
+    const { environment, clientId } = config;
+    return store?.recordFor({ ...environment, clientId });
+  }).catch(() => undefined); // none readable: none to hide
+  const handed = session ? handedBy(session.provider) : [];
+  return [record?.token?.accessToken ?? "", ...handed].filter(Boolean);
 }
 
 /** How token requests are sent: the flags, else the variables, else the service's way; a hint names what chose. */

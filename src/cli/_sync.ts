@@ -12,7 +12,8 @@ import { UsageError } from "./_flag_values.ts";
 import { given } from "../core/_check.ts";
 import { isPermissionError } from "../core/_cause.ts";
 import { counted, itemsPerSecond } from "./_render.ts";
-import { SyncError } from "../sync/sync_error.ts";
+import { SyncError, type SyncErrorReason } from "../sync/sync_error.ts";
+import { REDACTED } from "../core/_redact.ts";
 import { type SyncRequest, tableOf } from "./_sync_plan.ts";
 import { progressLine } from "./_sync_progress.ts";
 
@@ -169,6 +170,7 @@ function explained(
 ): unknown {
   const { target } = request;
   if (error instanceof SyncError) {
+    if (error.message === REDACTED) return withReason(error, request);
     if (error.reason === "too-many-deletes") {
       return confirmHint(error, request, helpHint);
     }
@@ -193,6 +195,33 @@ function explained(
   }
   if (cannotWrite(error)) return usageCannotWrite(error, request);
   return error;
+}
+
+/** What each reason means and what to do, for a SyncError whose words held a token (an id quoting one) and went. */
+const REASONS: Record<SyncErrorReason, string> = {
+  "missing-id": "an item has no id: give --id the field that holds it",
+  unordered:
+    "the items came out of the asked order (ties must come by id, compared as text), without the sort field, or in pages that do not join: check --sort-by, --sort-direction and --id, or run again",
+  "sink-mismatch":
+    "the copy is not the one its checkpoint describes; nothing was changed: give --to another file",
+  locked: "another run held the copy too long: run again once it ends",
+  "lock-lost": "another run took the copy over; this run wrote nothing more",
+  link:
+    "a file of the copy is a link or was swapped: give --to a file of your own",
+  file: "a file of the copy cannot be created, read or written: check --to",
+  "repeated-page":
+    "pages at different numbers answered the same items: the service ignores page",
+  "too-many-deletes":
+    "a sweep cycle would remove more than --max-deletes allows; nothing was committed",
+};
+
+/** `error`, whose message went whole (it held a token), as its reason in words: what failed and what to do. */
+function withReason(error: SyncError, request: SyncRequest): SyncError {
+  const why = `${
+    REASONS[error.reason]
+  } (${error.reason}; its details held an access token and are not shown)`;
+  const message = `Cannot sync ${request.path}: ${why}`;
+  return new SyncError(message, error.reason, error.path, { cause: error });
 }
 
 function usageCannotWrite(error: unknown, request: SyncRequest): UsageError {

@@ -1,14 +1,26 @@
 // The command-line tool (public through ./cli): `main` plans a command line, carries it out, reports a failure in one
 // line; and the process it runs in as a program.
 
-import { escapeControls, redact, redactable } from "../core/_redact.ts";
+import {
+  escapeControls,
+  holdsRun,
+  redact,
+  redactable,
+  REDACTED,
+} from "../core/_redact.ts";
 import { requireDeno, tried } from "../core/_check.ts";
 import { VERSION } from "../core/_version.ts";
 import { type Plan, plan } from "./_plan.ts";
 import { NAME } from "./_help.ts";
 import { CONFIG_OPTIONAL_VARIABLES, CONFIG_VARIABLES } from "../core/config.ts";
 import { execute, failureMessage } from "./_commands.ts";
-import { openSession, readConfig, type RunIo } from "./_session.ts";
+import {
+  knownTokens,
+  openSession,
+  readConfig,
+  type RunIo,
+  type Session,
+} from "./_session.ts";
 import { clearCache, openCache } from "./_cache.ts";
 import { completionScript } from "./_completion.ts";
 import { readEnvFile, withEnvFile } from "./_env_file.ts";
@@ -43,9 +55,10 @@ export async function main(
   let planned: Plan | undefined;
   // The process gives more than CliIo (a cache, Ctrl-C, files); tests may. Its env grows by --env-file's.
   const run = { ...io } as RunIo;
+  const opened: { session?: Session } = {};
   try {
     planned = plan(args);
-    return await carryOut(planned, run);
+    return await carryOut(planned, run, opened);
   } catch (error) {
     // A line refused before --env-file was read: the secret the file holds is kept out of what is printed all the same.
     if (planned === undefined) {
@@ -53,7 +66,9 @@ export async function main(
       await addEnvFile(run, values["env-file"]).catch(() => {});
     }
     const verbose = !!planned && "verbose" in planned && planned.verbose;
-    return reportFailure(error, run, verbose);
+    // Read even with --no-cache: a token pasted from it is one a refusal may echo.
+    const tokens = await knownTokens(run, opened.session);
+    return reportFailure(error, run, verbose, tokens);
   }
 }
 
@@ -64,7 +79,11 @@ async function addEnvFile(run: RunIo, path: string | boolean | undefined) {
 }
 
 /** Runs one planned command; returns its exit code. */
-async function carryOut(planned: Plan, run: RunIo): Promise<number> {
+async function carryOut(
+  planned: Plan,
+  run: RunIo,
+  opened: { session?: Session },
+): Promise<number> {
   switch (planned.command) {
     case "version":
       run.stdout.write(`${NAME} ${VERSION}\n`);
@@ -95,12 +114,18 @@ async function carryOut(planned: Plan, run: RunIo): Promise<number> {
     planned.tokenBody && bodyFormat,
     planned.clientAuthentication && clientAuthentication,
   ];
-  await execute(openSession(run, readConfig(run, flagged), planned), planned);
+  opened.session = openSession(run, readConfig(run, flagged), planned);
+  await execute(opened.session, planned);
   return 0;
 }
 
-/** Tells what failed, in one line (and its causes, verbose); returns the exit code. */
-function reportFailure(error: unknown, run: RunIo, verbose: boolean): number {
+/** Tells what failed, in one line (and its causes, verbose), without `tokens` or the secret; returns the exit code. */
+function reportFailure(
+  error: unknown,
+  run: RunIo,
+  verbose: boolean,
+  tokens: readonly string[],
+): number {
   // A closed output (e.g. `| head`) leaves nothing to tell and nobody to tell it.
   if ((error as Error)?.name === "BrokenPipe") return 0;
   const { message, code } = failureMessage(error);
@@ -115,13 +140,29 @@ function reportFailure(error: unknown, run: RunIo, verbose: boolean): number {
     audience: read(CONFIG_VARIABLES.audience),
   };
   const secrets = Object.values(credentials).some(Boolean) ? [credentials] : [];
-  const clean = (text: string) => escapeControls(redact(text, secrets));
+  const hidden = [credentials.secret, ...tokens].filter(redactable);
+  const clean = (text: string) =>
+    escapeControls(withoutRuns(redact(text, [...secrets, ...tokens]), hidden));
   const help = code === 2 ? ` (see ${run.helpHint ?? `${NAME} --help`})` : "";
   run.stderr.write(`${NAME}: ${clean(message)}${help}\n`);
   for (const line of verbose ? causeLines(error) : []) {
     run.stderr.write(`${clean(line)}\n`);
   }
   return code;
+}
+
+/**
+ * `text` with each word still holding a run of one of `values` (cut, split by `/`, percent-encoded) as `[redacted]`:
+ * the rest of a refusal (which flag, why) stays.
+ */
+function withoutRuns(text: string, values: readonly string[]): string {
+  const held = (word: string) => {
+    const read = [word, tried(() => decodeURIComponent(word)) ?? word];
+    const forms = read.flatMap((form) => [form, form.replaceAll("/", "")]);
+    return values.some((value) => forms.some((form) => holdsRun(form, value)));
+  };
+  return text.split(/(\s+)/).map((word) => held(word) ? REDACTED : word)
+    .join("");
 }
 
 function processWriter(stream: typeof Deno.stdout): CliWriter {
