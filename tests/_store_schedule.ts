@@ -3,11 +3,14 @@
 // until a schedule lets it go, one at a time, so that a test chooses how
 // their set(), update() and coordinate() calls interleave (a coordinate()
 // holding the lease publishes as it lets go; one that finds the lease held
-// requests alone and sets, its stores having `maxWait: 0`). Every object must
-// then read the write that landed last, and no change() or look is ever
-// handed `undefined` while a record is stored.
+// requests alone and writes, its stores having `maxWait: 0`; a "stall" is a
+// coordinate() whose lease runs out while it requests). Every object must
+// then read the write that landed last, no change() or look is ever handed
+// `undefined` while a record is stored, and no write of coordinate() loses
+// the block (as a 401's renewal) of the write it landed over: it did not see
+// it.
 
-import { deepStrictEqual, equal } from "node:assert/strict";
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import fc from "fast-check";
 import type { TokenRecord, TokenStore } from "../src/store/mod.ts";
 import { runs } from "./_property_runs.ts";
@@ -16,7 +19,7 @@ import { runs } from "./_property_runs.ts";
 export type Gate = <T>(operation: () => Promise<T>) => Promise<T>;
 
 /** What each store object does, in order. */
-export type Plan = readonly ("set" | "update" | "coordinate")[];
+export type Plan = readonly ("set" | "update" | "coordinate" | "stall")[];
 
 /** Lets the held operations go one at a time; `picks` choose among the waiting objects, by their number. */
 class Schedule {
@@ -51,16 +54,26 @@ class Schedule {
   }
 }
 
+/** The token a stalled coordinate() brings: a lease lost publishes only a token newer than the one stored. */
+export const STALLED_TOKEN = Object.freeze({
+  accessToken: "stalled",
+  tokenType: "Bearer" as const,
+  expiresIn: 3600,
+  expiresAt: 4_000_000_000_000,
+  quota: [],
+});
+
 /**
  * One object per plan (`open` makes a store object over the database, its operations through `gate`, with `maxWait: 0`:
- * a coordinate() never polls), after a first record: their calls interleaved by `picks`. Each then reads the write
- * that landed last, as a new object does: that record.
+ * a coordinate() never polls), after a first record: their calls interleaved by `picks` (a stall's request runs
+ * `expire`, which drops the leases held). Each then reads the write that landed last, as a new object does: that record.
  */
 export async function interleave(
   open: (gate: Gate) => TokenStore,
   key: string,
   plans: readonly Plan[],
   picks: readonly number[],
+  expire = () => Promise.resolve(),
 ): Promise<TokenRecord | undefined> {
   const schedule = new Schedule();
   const stores = plans.map((_, task) => open(schedule.gate(task)));
@@ -68,6 +81,8 @@ export async function interleave(
   const landed: TokenRecord[] = [{ blockedUntil: ++next }];
   await stores[0]!.set(key, landed[0]!);
   let handedNothing = 0;
+  /** Each coordinate() as it landed: what it wrote, and the block of the write it landed over. */
+  const coordinated: [TokenRecord, number | undefined][] = [];
   await schedule.run(
     plans.map((plan, task) => async () => {
       for (const call of plan) {
@@ -81,14 +96,17 @@ export async function interleave(
         } else {
           // What it stores: the request's record over the one then stored (the later block of the two).
           let looked = 0;
-          const request = record;
+          const request = call === "stall"
+            ? { ...record, token: STALLED_TOKEN }
+            : record;
           record = await stores[task]!.coordinate!(key, {
             settled: () => (looked++, false),
-            request: () => Promise.resolve(request),
+            request: async () => (call === "stall" && await expire(), request),
             signal: new AbortController().signal,
             requestBudget: 0,
           });
           if (looked === 0) handedNothing++; // every look saw the store empty
+          coordinated.push([record, landed.at(-1)?.blockedUntil]);
         }
         // Before any other object goes on: the order of landing.
         landed.push(record);
@@ -97,6 +115,13 @@ export async function interleave(
     picks,
   );
   equal(handedNothing, 0, "change() handed undefined while a record is stored");
+  for (const [record, over] of coordinated) {
+    // A 401's renewal or a quota block landed by another write must stand, as the later of two blocks.
+    ok(
+      record.blockedUntil! >= over!,
+      "coordinate() lost a block it landed over",
+    );
+  }
   const last = landed.at(-1);
   deepStrictEqual(await open((run) => run()).get(key), last, "a new object");
   for (const [at, store] of stores.entries()) {
@@ -111,11 +136,16 @@ export async function interleave(
 /**
  * The checks: object 1's set() reads, object 0 updates twice, then the set lands (outside attack r151 F7); object 0
  * holds the lease and reads, object 1 updates twice (a 401 reported), then the holder publishes (`looks`: the database
- * operations of a look); then any plans of two and three objects, interleaved at random.
+ * operations of a look); object 1 finds the lease held and requests alone, reads, object 2 updates twice, then object
+ * 1 writes; object 0's lease runs out (`expire`) as it requests, it finds it lost (`lost`: the database operations of
+ * its publish then) and reads, object 1 updates twice, then object 0 writes; then any plans of two and three objects,
+ * interleaved at random.
  */
 export async function checkInterleavings(
   open: (gate: Gate) => TokenStore,
   looks: number,
+  lost: number,
+  expire: () => Promise<void>,
 ) {
   let run = 0;
   await interleave(open, `f7-${run++}`, [["update", "update"], ["set"]], [
@@ -131,6 +161,22 @@ export async function checkInterleavings(
   ]);
   // Over the record the updates left (their later block kept, as a 401's renewal must be), not the one read before.
   deepStrictEqual(published, { blockedUntil: 4 });
+  const alone: Plan[] = [["coordinate"], ["coordinate"], ["update", "update"]];
+  const lone = await interleave(open, `alone-${run++}`, alone, [
+    ...Array(looks + 1).fill(0), // the holder's look and take
+    ...Array(looks + 1).fill(1), // object 1's look, and its read after its request
+    ...Array(4).fill(2), // two updates
+    ...Array(4).fill(1), // object 1's write (and what it does when it finds the record changed)
+    ...Array(8).fill(0), // the holder's read and publish
+  ]);
+  deepStrictEqual(lone, { blockedUntil: 5 });
+  const stall: Plan[] = [["stall"], ["update", "update"]];
+  const stalled = await interleave(open, `stall-${run++}`, stall, [
+    ...Array(looks + 3 + lost).fill(0), // look, take, read, the publish refused, and the read after it
+    ...[1, 1, 1, 1], // two updates
+    ...Array(8).fill(0), // object 0's write (and what it does when it finds the record changed)
+  ], expire);
+  deepStrictEqual(stalled, { blockedUntil: 4, token: STALLED_TOKEN });
   const plan = fc.array(fc.constantFrom("set", "update", "coordinate"), {
     minLength: 1,
     maxLength: 4,

@@ -14,6 +14,7 @@ import {
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { manualClock, withFakeTimers } from "./_helpers.ts";
 import { drive, inProcessFake, realTurn } from "./_fast_setup.ts";
+import { type Gate, interleave, type Plan } from "./_store_schedule.ts";
 
 /** `n` providers of `options` (one store between them). */
 function providersOf(
@@ -175,4 +176,19 @@ Deno.test("a flight that never ends is dropped by a waiter given up on: the next
   const next = coordinateOptions(() => (asked++, Promise.resolve(record)));
   deepEqual(await store.coordinate!("client", next), record);
   equal(asked, 1);
+});
+
+Deno.test("the flight stores its answer over the record as it then stands: a 401's renewal or a block another provider's update() lands between its read and its write stands (it was lost)", async () => {
+  const memory = createMemoryTokenStore();
+  // A view of the one store whose get, set and update wait for the schedule; its coordinate() is the store's own.
+  const open = (gate: Gate): TokenStore => ({
+    get: (key) => gate(() => memory.get(key)),
+    set: (key, record) => gate(() => memory.set(key, record)),
+    update: (key, change) => gate(() => memory.update!(key, change)),
+    coordinate: memory.coordinate!,
+  });
+  const plans: Plan[] = [["coordinate"], ["update", "update"]];
+  // The flight's look and its read after the request, two updates, then the flight's write.
+  const stored = await interleave(open, "client", plans, [0, 0, 1, 1, 0]);
+  deepEqual(stored, { blockedUntil: 4 });
 });

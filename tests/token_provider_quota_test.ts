@@ -148,7 +148,7 @@ Deno.test("invalidate() removes the token from a shared store", async () => {
   const keys = new Set<string>();
   const store: TokenStore = {
     ...memory,
-    set: (key, record) => (keys.add(key), memory.set(key, record)),
+    update: (key, change) => (keys.add(key), memory.update!(key, change)),
   };
   const options = { ...api.environment, ...api.credentials, now: clock, store };
   const token = await createTokenProvider(options).getToken();

@@ -3,7 +3,7 @@
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import type { FleetStoreOptions } from "./fleet_options.ts";
-import { published, publishedOver } from "./_record.ts";
+import { publishedOver, storeOver, type Writes } from "./_record.ts";
 import { delay, keepRefreshed } from "../core/_deadlines.ts";
 import {
   checkNumber,
@@ -45,8 +45,7 @@ export interface LostLease {
 }
 
 /** One shared database, as the lease protocol needs it. */
-export interface LeaseDatabase<Snapshot>
-  extends Pick<TokenStore, "get" | "set"> {
+export interface LeaseDatabase<Snapshot> extends Writes {
   /** One consistent read of the record and the lease. */
   look(key: string, signal: AbortSignal): Promise<LeaseView<Snapshot>>;
   /** Takes the lease if nothing changed since `snapshot`; else who holds it, if known. */
@@ -155,11 +154,7 @@ export async function coordinateByLease<Snapshot>(
     lookedAgain = false;
     const left = deadline - now();
     if (left <= 0) {
-      const read = () => database.get(key);
-      const result = await published(await request(), record, read);
-      // A failing write must not lose the token just paid for.
-      await database.set(key, result).catch(() => {});
-      return result;
+      return await storeOver(database, key, await request(), record);
     }
     if (holder !== undefined && database.waitForRelease !== undefined) {
       // Woken by the holder's step; a dead holder wakes nobody, its lease runs out within leaseDuration.
@@ -210,12 +205,10 @@ async function requestHolding(
       PUBLISH_ATTEMPTS,
     );
     // The lease was lost (the process stalled): publish only what is newer.
-    if (lost) {
-      const stored = await database.get(key);
-      const newer = (stored?.token?.expiresAt ?? -Infinity) >=
-        (record.token?.expiresAt ?? -Infinity);
-      if (!newer) await database.set(key, record);
-    }
+    const newer = (stored: TokenRecord | undefined, next: TokenRecord) =>
+      (stored?.token?.expiresAt ?? -Infinity) >=
+        (next.token?.expiresAt ?? -Infinity);
+    if (lost) record = await storeOver(database, key, result, record, newer);
   } catch {
     // The token is paid for: stored if the database answers now (its reads failed twice), handed out, the others let in.
     await database.set(key, record).catch(() => {});

@@ -1,7 +1,7 @@
 // What the shared stores and the file store write for a record: a plain copy sealed with AES-GCM.
 
 import { storableToken } from "../core/token_values.ts";
-import type { TokenRecord } from "./types.ts";
+import type { TokenRecord, TokenStore } from "./types.ts";
 import { given } from "../core/_check.ts";
 import { aesKeyFrom, perKey } from "./_key.ts";
 
@@ -142,6 +142,35 @@ export async function published(
 ): Promise<TokenRecord> {
   // Read again once: a failed read (one dropped command) fell back to `before`, losing a renewal made meanwhile.
   return publishedOver(result, await read().catch(read).catch(() => before));
+}
+
+/** What a request's result is stored through. */
+export type Writes =
+  & Pick<TokenStore, "set">
+  & Required<Pick<TokenStore, "update">>;
+
+/**
+ * Stores a request's `result` {@linkcode publishedOver} the record as it stands, in one update() (nothing if `keeps`
+ * the one stored): a read, then a set(), wrote over a 401's renewal or a block another process landed in between. A
+ * failing update() is tried again (a dropped command), then a set() over `before`: the token is paid for. Resolves
+ * with the result over the record last read.
+ */
+export async function storeOver(
+  store: Writes,
+  key: string,
+  result: TokenRecord,
+  before: TokenRecord | undefined,
+  keeps = (_stored: TokenRecord | undefined, _next: TokenRecord) => false,
+): Promise<TokenRecord> {
+  let record = publishedOver(result, before);
+  const change = (stored: TokenRecord | undefined) => {
+    record = publishedOver(result, stored);
+    return keeps(stored, record) ? undefined : record;
+  };
+  const update = () => store.update(key, change);
+  await update().catch(update).catch(() => store.set(key, record))
+    .catch(() => {});
+  return record;
 }
 
 /**

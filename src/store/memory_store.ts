@@ -1,5 +1,5 @@
 import type { TokenRecord, TokenStore } from "./types.ts";
-import { published } from "./_record.ts";
+import { storeOver, type Writes } from "./_record.ts";
 import { raceAbort } from "../core/_deadlines.ts";
 
 /**
@@ -24,15 +24,16 @@ export function createMemoryTokenStore(): TokenStore {
   const flights = new Map<string, Promise<void>>();
   const put = (key: string, record: TokenRecord) =>
     records.set(key, Object.freeze({ ...record }));
+  const update: Writes["update"] = (key, change) => {
+    const next = change(records.get(key));
+    if (next !== undefined) put(key, next);
+    return Promise.resolve(records.get(key));
+  };
   return {
     get: (key) => Promise.resolve(records.get(key)),
     set: (key, record) => Promise.resolve(void put(key, record)),
-    update: (key, change) => {
-      const next = change(records.get(key));
-      if (next !== undefined) put(key, next);
-      return Promise.resolve(records.get(key));
-    },
-    // Through `this`: a store made of this one with its own get or set keeps them.
+    update,
+    // Through `this`: a store made of this one with its own get, set or update keeps them.
     async coordinate(key, { settled, request, signal }) {
       while (true) {
         const before = await this.get(key);
@@ -44,10 +45,12 @@ export function createMemoryTokenStore(): TokenStore {
           const ended = new Promise<void>((resolve) => end = resolve);
           flights.set(key, ended);
           try {
-            const read = () => this.get(key);
-            const record = await published(await request(), before, read);
-            await this.set(key, record);
-            return record;
+            const writes: Writes = {
+              set: (at, record) => this.set(at, record),
+              update: (at, change) =>
+                this.update?.(at, change) ?? update(at, change),
+            };
+            return await storeOver(writes, key, await request(), before);
           } finally {
             if (flights.get(key) === ended) flights.delete(key);
             end();

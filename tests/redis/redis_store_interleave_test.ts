@@ -20,6 +20,14 @@ test("Redis: store objects whose set(), update() and coordinate() calls interlea
           maxWait: 0,
         }),
       2, // GETRANGE of the record, GET of the lease
+      1, // the publish script
+      async () => {
+        // A lease run out, as Redis expires it.
+        const leases = await client.command(["KEYS", "*:lease"]);
+        for (const lease of leases as string[]) {
+          await client.command(["DEL", lease]);
+        }
+      },
     );
   } finally {
     client.close();
