@@ -26,14 +26,14 @@ export interface LeaseView<Snapshot> {
   readonly holder?: string;
 }
 
-/** A lease this process holds; `Seen`: a record as read, which its publish checks. */
-export interface HeldLease<Seen = unknown> {
+/** A lease this process holds. */
+export interface HeldLease {
   /** Extends the lease by its full duration, if it is still ours. */
   renew(): Promise<void>;
   /** The record as it stands, and what {@linkcode HeldLease.publish} checks. */
-  read(): Promise<[TokenRecord | undefined, Seen]>;
+  read(): Promise<[TokenRecord | undefined, unknown]>;
   /** Writes `record` and lets the lease go in one step if the record is still `seen`: `false` if another write landed first, `undefined` if the lease was lost. */
-  publish(record: TokenRecord, seen: Seen): Promise<boolean | undefined>;
+  publish(record: TokenRecord, seen: unknown): Promise<boolean | undefined>;
   /** Lets the lease go, if it is still ours. */
   release(): Promise<void>;
 }
@@ -100,15 +100,19 @@ export function fleetStoreConfig(options: FleetStoreOptions, context: string) {
 
 export type RecordChange = Parameters<NonNullable<TokenStore["update"]>>[1];
 
-/** As a set(), a publish gives up only past contention no fleet meets: each attempt lost was another write that landed. */
-const PUBLISH_ATTEMPTS = 100;
+/**
+ * A set(), a publish (and KV's update()) gives up only past contention no fleet meets: each attempt lost was another
+ * write that landed.
+ */
+export const CAS_ATTEMPTS = 100;
 
 /** Compare-and-set: `write` fails when another process wrote since `read`, and `change` runs again. */
 export async function updateBy<Seen>(
   change: RecordChange,
   read: () => Promise<[TokenRecord | undefined, Seen]>,
   write: (next: TokenRecord, seen: Seen) => Promise<boolean>,
-  attempts: number,
+  attempts = CAS_ATTEMPTS,
+  action: "set" | "update" = "update",
 ): Promise<TokenRecord | undefined> {
   for (let attempt = 0; attempt < attempts; attempt++) {
     const [record, seen] = await read();
@@ -116,7 +120,7 @@ export async function updateBy<Seen>(
     if (next === undefined) return record;
     if (await write(next, seen)) return next;
   }
-  throw new Error("Cannot update the token record: it keeps changing");
+  throw new Error(`Cannot ${action} the token record: it keeps changing`);
 }
 
 /** A record `settled` accepts, or the lease taken and a request; past `maxWait` and the budget, a request alone. */
@@ -202,7 +206,6 @@ async function requestHolding(
         lost = landed === undefined;
         return landed !== false;
       },
-      PUBLISH_ATTEMPTS,
     );
     // The lease was lost (the process stalled): publish only what is newer.
     const newer = (stored: TokenRecord | undefined, next: TokenRecord) =>
