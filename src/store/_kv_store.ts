@@ -8,6 +8,7 @@ import { unchangedFor } from "../core/_clock.ts";
 import { recordLifetime, RecordSeals, type SealedRecord } from "./_record.ts";
 import { entryNames } from "./_key.ts";
 import {
+  CAS_ATTEMPTS,
   coordinateByLease,
   type FleetStoreConfig,
   type LeaseDatabase,
@@ -104,17 +105,21 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     // Over the entry as read, as update(): a plain write landed sealed older than what another object had seen meanwhile,
     // which then read the newest record as absent (outside attack r151 F7).
     return this.#seals.inTurn(key, async () => {
-      await this.update(key, () => record);
+      await this.#update(key, () => record, "set");
     });
   }
 
+  update(key: string, change: RecordChange) {
+    return this.#update(key, change, "update");
+  }
+
   /** Compare-and-set on the entry's versionstamp. */
-  async update(key: string, change: RecordChange) {
+  async #update(key: string, change: RecordChange, action: "set" | "update") {
     const { record } = await this.#keysOf(key);
     const read = () => this.#current(key, record);
     const swap = (next: TokenRecord, entry: Deno.AtomicCheck) =>
       this.#swap(key, record, next, [entry]);
-    return await updateBy(change, read, swap, LOCKED_RETRIES);
+    return await updateBy(change, read, swap, CAS_ATTEMPTS, action);
   }
 
   coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {

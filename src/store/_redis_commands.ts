@@ -95,6 +95,25 @@ ${RELEASED}`,
 ${RELEASED}`,
 };
 
+/** The replies of the scripts whose answer decides a retry (the take's may also be a holder). */
+const REPLIES: Partial<Record<ScriptName, readonly unknown[]>> = {
+  swap: [0, 1],
+  publish: [-1, 0, 1],
+};
+
+/**
+ * `reply` to EVAL of `name`, if one the script gives. Another (a command function that runs no script: a stand-in
+ * knowing GET and SET answers null) fails at once: taken for a write another landed first, set() read and tried again
+ * 100 times. Named by its type only: a reply may hold a token.
+ */
+export function scriptReply(name: ScriptName, reply: unknown): unknown {
+  if (REPLIES[name]?.includes(reply) ?? true) return reply;
+  const rule =
+    "must resolve EVAL with the script's reply, or reject it with Redis's 'unknown command' (then plain commands go)";
+  const type = reply === null ? "null" : typeof reply;
+  throw typeError("Redis token store", "command", rule, type);
+}
+
 /** One script's steps in plain commands; KEYS and ARGV as the script's, `send` within the store's time limit. */
 type Steps = (
   keys: readonly string[],

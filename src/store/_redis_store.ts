@@ -13,11 +13,13 @@ import {
   plainScript,
   type redisOptions,
   type ScriptName,
+  scriptReply,
   SCRIPTS,
   sendWithin,
   text,
 } from "./_redis_commands.ts";
 import {
+  CAS_ATTEMPTS,
   coordinateByLease,
   type FleetStoreConfig,
   type LeaseDatabase,
@@ -40,8 +42,6 @@ type RedisStoreConfig =
   & { readonly blockingCommand: RedisCommand | undefined };
 
 const UPDATE_ATTEMPTS = 10;
-/** A set() gives up only past contention no fleet meets: each attempt lost was another write that landed. */
-const SET_ATTEMPTS = 100;
 
 /** A {@linkcode TokenStore} on Redis that coordinates a fleet with leases. */
 export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
@@ -83,16 +83,16 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     // Over the value as read, as update(): a plain write landed sealed older than what another object had seen meanwhile,
     // which then read the newest record as absent (outside attack r151 F7).
     return this.#seals.inTurn(key, async () => {
-      await this.#update(key, () => record, SET_ATTEMPTS);
+      await this.#update(key, () => record, "set");
     });
   }
 
   update(key: string, change: RecordChange) {
-    return this.#update(key, change, UPDATE_ATTEMPTS);
+    return this.#update(key, change, "update");
   }
 
   /** Compare-and-set on the value as read. */
-  async #update(key: string, change: RecordChange, attempts: number) {
+  async #update(key: string, change: RecordChange, action: "set" | "update") {
     const { record } = await this.#keysOf(key);
     const read = () => this.#current(key, record);
     const swap = (next: TokenRecord, seen: Seen) =>
@@ -100,7 +100,8 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
         const args = [seen.value, ...this.#value(sealed, next)];
         return await this.#script("swap", [record], args) === 1;
       });
-    return await updateBy(change, read, swap, attempts);
+    const attempts = action === "set" ? CAS_ATTEMPTS : UPDATE_ATTEMPTS;
+    return await updateBy(change, read, swap, attempts, action);
   }
 
   coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {
@@ -209,13 +210,15 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   async #script(name: ScriptName, keys: string[], args: string[]) {
     if (this.#plain) return await plainScript(name, keys, args, this.#send);
     const tail = [String(keys.length), ...keys, ...args];
+    let reply: unknown;
     try {
-      return await this.#send(["EVAL", SCRIPTS[name], ...tail]);
+      reply = await this.#send(["EVAL", SCRIPTS[name], ...tail]);
     } catch (error) {
       if (!/NOPERM|unknown command/i.test(String(error))) throw error;
       this.#plain = true;
       return await plainScript(name, keys, args, this.#send);
     }
+    return scriptReply(name, reply);
   }
 
   /** The record's text, read only as far as a record may go. */

@@ -1,0 +1,71 @@
+// Review r7: a command function that runs no script (the stand-in redis.ts's
+// example showed before set() became a compare-and-set: a Map knowing GET,
+// SET and DEL, answering null to anything else) made set() take EVAL's null
+// for a write another landed first: it read and swapped 100 times (200
+// commands), then gave up as if the record kept changing. A swap or publish
+// script's reply the script never gives now fails at once: a TypeError naming
+// the `command` option and the reply's type, never its value.
+
+import { deepEqual, equal, ok, rejects } from "node:assert/strict";
+import { createRedisTokenStore } from "../src/store/redis.ts";
+import type { TokenRecord } from "../src/store/mod.ts";
+
+/** A Map standing in for Redis: GET, GETRANGE (whole), SET, DEL; EVAL answered by `evaluate`, the rest null. */
+function standIn(evaluate: () => unknown = () => null) {
+  const data = new Map<string, string>();
+  const sent: string[] = [];
+  const command = ([name, key, value]: string[]) => {
+    sent.push(name!);
+    if (name === "EVAL") return Promise.resolve(evaluate());
+    if (name === "SET") return Promise.resolve((data.set(key!, value!), "OK"));
+    if (name === "DEL") return Promise.resolve(Number(data.delete(key!)));
+    const known = name === "GET" || name === "GETRANGE";
+    return Promise.resolve(known ? data.get(key!) ?? null : null);
+  };
+  return { data, sent, store: createRedisTokenStore({ command }) };
+}
+
+const record: TokenRecord = { blockedUntil: 1_900_000_000_000 };
+
+Deno.test("Redis: set() through a command function that answers EVAL with null fails at once, a TypeError naming `command`, after one read and one EVAL", async () => {
+  const { data, sent, store } = standIn();
+  await rejects(store.set("client", record), {
+    name: "TypeError",
+    option: "command",
+  });
+  deepEqual(sent, ["GETRANGE", "EVAL"]);
+  equal(data.size, 0);
+});
+
+Deno.test("Redis: a swap script's reply of another kind (a text that may hold a token) is named by its type only", async () => {
+  const token = `tok_${crypto.randomUUID()}`;
+  const { sent, store } = standIn(() => token);
+  const error = await store.update!("client", () => record).catch((e) => e);
+  equal(error?.name, "TypeError");
+  equal(error.option, "command");
+  ok(!`${error.message} ${error.stack} ${Deno.inspect(error)}`.includes(token));
+  equal(sent.length, 2);
+});
+
+Deno.test("Redis: a lease holder whose publish is answered null hands out its token after a bounded number of commands", async () => {
+  let evals = 0;
+  // The take answered as Redis does (1: taken), every later script null.
+  const { sent, store } = standIn(() => evals++ === 0 ? 1 : null);
+  const token = {
+    accessToken: "paid-for",
+    tokenType: "Bearer" as const,
+    expiresIn: 3600,
+    expiresAt: 1_900_000_000_000,
+    quota: [],
+  };
+  const got = await store.coordinate!("client", {
+    settled: () => false,
+    request: () => Promise.resolve({ token }),
+    signal: new AbortController().signal,
+    requestBudget: 0,
+  });
+  equal(got.token?.accessToken, token.accessToken);
+  // Look (2), take, read and publish, a set() over it (read, swap), release. Before, the null was taken for a lost
+  // lease, and the token stored through update(), twice, then set(): 245 commands.
+  equal(sent.length, 8);
+});
