@@ -192,3 +192,19 @@ Deno.test("the flight stores its answer over the record as it then stands: a 401
   const stored = await interleave(open, "client", plans, [0, 0, 1, 1, 0]);
   deepEqual(stored, { blockedUntil: 4 });
 });
+
+Deno.test("a memory store made with its own get and set (its update() the store's) is written through its set: two providers over it, one after the other, spend one token request", async () => {
+  await using api = await startFakePartnerApi();
+  const records = new Map<string, TokenRecord>();
+  const store: TokenStore = {
+    ...createMemoryTokenStore(),
+    get: (key) => Promise.resolve(records.get(key)),
+    set: (key, record) => Promise.resolve(void records.set(key, record)),
+  };
+  const options = { ...api.environment, ...api.credentials, store };
+  const first = await createTokenProvider(options).getToken();
+  const second = await createTokenProvider(options).getToken();
+  equal(second.accessToken, first.accessToken);
+  equal(api.tokenRequests, 1);
+  equal(records.size, 1);
+});

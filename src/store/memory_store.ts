@@ -29,9 +29,12 @@ export function createMemoryTokenStore(): TokenStore {
     if (next !== undefined) put(key, next);
     return Promise.resolve(records.get(key));
   };
+  const get: TokenStore["get"] = (key) => Promise.resolve(records.get(key));
+  const set: TokenStore["set"] = (key, record) =>
+    Promise.resolve(void put(key, record));
   return {
-    get: (key) => Promise.resolve(records.get(key)),
-    set: (key, record) => Promise.resolve(void put(key, record)),
+    get,
+    set,
     update,
     // Through `this`: a store made of this one with its own get, set or update keeps them.
     async coordinate(key, { settled, request, signal }) {
@@ -45,10 +48,19 @@ export function createMemoryTokenStore(): TokenStore {
           const ended = new Promise<void>((resolve) => end = resolve);
           flights.set(key, ended);
           try {
+            // Its own get or set beside this update(), which reads and writes neither: stored through them.
+            const wrapped = (this.update ?? update) === update &&
+              (this.get !== get || this.set !== set);
             const writes: Writes = {
               set: (at, record) => this.set(at, record),
-              update: (at, change) =>
-                this.update?.(at, change) ?? update(at, change),
+              update: async (at, change) => {
+                if (!wrapped) {
+                  return this.update?.(at, change) ?? update(at, change);
+                }
+                const next = change(await this.get(at));
+                if (next !== undefined) await this.set(at, next);
+                return next;
+              },
             };
             return await storeOver(writes, key, await request(), before);
           } finally {
