@@ -1,9 +1,11 @@
 // Shared by the KV and Redis race tests (outside review r149 F1): concurrent
 // writes on a shared store, and providers sharing it after a revocation.
 
-import { equal, ok } from "node:assert/strict";
+import { equal, ok, rejects } from "node:assert/strict";
 import type { TokenRecord, TokenStore } from "../src/store/mod.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
+import { QuotaExceededError } from "../src/core/errors.ts";
+import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { inProcessFake } from "./_fast_setup.ts";
 
 const ROUNDS = 10;
@@ -83,4 +85,38 @@ export async function checkStores(open: () => TokenStore, objects: number) {
     const renewals = await renewalsAfterRevocation(group(), P);
     equal(renewals, 1, `${renewals} renewals for ${P} providers`);
   }
+}
+
+/**
+ * A lease holder whose leases `drop` while its token request is out (a stall past leaseDuration), answered 429 (the
+ * hour's one token spent), stores the block over `stores[0]`: a provider over `stores[1]` sends no request.
+ */
+export async function checkLostLeaseBlock(
+  stores: [TokenStore, TokenStore],
+  drop: () => Promise<void>,
+) {
+  await using api = await startFakePartnerApi({ quota: { perHour: 1 } });
+  const options = {
+    ...api.environment,
+    ...api.credentials,
+    retry: false as const,
+  };
+  await createTokenProvider(options).getToken(); // the hour's one token
+  const tokenUrl = String(api.environment.tokenUrl);
+  const stalling: typeof fetch = async (input, init) => {
+    if (String(input instanceof Request ? input.url : input) === tokenUrl) {
+      await drop();
+    }
+    return await fetch(input, init);
+  };
+  const a = createTokenProvider({
+    ...options,
+    store: stores[0],
+    fetch: stalling,
+  });
+  const b = createTokenProvider({ ...options, store: stores[1] });
+  await rejects(a.getToken(), QuotaExceededError);
+  equal(api.tokenRequests, 2);
+  await rejects(b.getToken(), QuotaExceededError);
+  equal(api.tokenRequests, 2, "B saw A's block");
 }

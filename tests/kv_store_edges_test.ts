@@ -8,6 +8,7 @@ import { createTokenProvider } from "../src/token/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { manualClock } from "./_helpers.ts";
 import { fleet, keyOf } from "./_kv_fleet.ts";
+import { checkLostLeaseBlock } from "./_store_race.ts";
 
 Deno.test("update() changes the record only as it was read: a concurrent write makes the change run again", async () => {
   using kv = await Deno.openKv(":memory:");
@@ -154,4 +155,19 @@ Deno.test("stores fail closed: a KV record or lease of a foreign shape counts as
   ok(api.isValidToken(token.accessToken));
   equal((await provider().getToken()).accessToken, token.accessToken);
   equal(api.tokenRequests, 1, "replaced at once, then shared");
+});
+
+Deno.test("a lease holder that lost its lease while its token request was answered 429 stores the block: another process sends no request (the block was dropped, compared as a token no newer than the one stored)", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const open = () => createKvTokenStore(kv);
+    await checkLostLeaseBlock([open(), open()], async () => {
+      // A lease run out, as KV's expiry removes it.
+      for await (const { key } of kv.list({ prefix: [] })) {
+        if (key.at(-1) === "lease") await kv.delete(key);
+      }
+    });
+  } finally {
+    kv.close();
+  }
 });

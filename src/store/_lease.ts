@@ -207,11 +207,14 @@ async function requestHolding(
         return landed !== false;
       },
     );
-    // The lease was lost (the process stalled): publish only what is newer.
-    const newer = (stored: TokenRecord | undefined, next: TokenRecord) =>
-      (stored?.token?.expiresAt ?? -Infinity) >=
-        (next.token?.expiresAt ?? -Infinity);
-    if (lost) record = await storeOver(database, key, result, record, newer);
+    // The lease was lost (the process stalled): store only what the record lacks, a newer token or a later block or
+    // cooldown (merged over its token).
+    const later = (mine = -Infinity, theirs = -Infinity) => mine > theirs;
+    const keeps = (stored: TokenRecord | undefined) =>
+      !later(result.token?.expiresAt, stored?.token?.expiresAt) &&
+      !later(result.blockedUntil, stored?.blockedUntil) &&
+      !later(result.failure?.until, stored?.failure?.until);
+    if (lost) record = await storeOver(database, key, result, record, keeps);
   } catch {
     // The token is paid for: stored if the database answers now (its reads failed twice), handed out, the others let in.
     await database.set(key, record).catch(() => {});

@@ -4,7 +4,7 @@
 
 import { equal } from "node:assert/strict";
 import { createRedisTokenStore } from "../../src/store/redis.ts";
-import { checkStores } from "../_store_race.ts";
+import { checkLostLeaseBlock, checkStores } from "../_store_race.ts";
 import {
   connectRedis,
   redisTest as test,
@@ -53,6 +53,24 @@ test("Redis: a record written by set(), then written back after a newer set(), i
     equal(await store.get("c"), undefined, "v1 read back after v2");
     await store.set("c", { blockedUntil: 3 });
     equal((await store.get("c"))?.blockedUntil, 3);
+  } finally {
+    client.close();
+  }
+});
+
+// tests/kv_store_edges_test.ts's lost lease answered 429, on Redis.
+test("Redis: a lease holder that lost its lease while its token request was answered 429 stores the block: another process sends no request", async () => {
+  await using redis = await startRedis();
+  const client = await connectRedis(redis.port);
+  try {
+    const open = () => createRedisTokenStore({ command: client.command });
+    await checkLostLeaseBlock([open(), open()], async () => {
+      // A lease run out, as Redis expires it.
+      const leases = await client.command(["KEYS", "*:lease"]);
+      for (const lease of leases as string[]) {
+        await client.command(["DEL", lease]);
+      }
+    });
   } finally {
     client.close();
   }
