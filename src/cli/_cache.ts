@@ -8,6 +8,7 @@ import { tried } from "../core/_check.ts";
 
 /**
  * Opens the cache folder, if this process may read and write it: never prompts (no permission: uncached, said once).
+ * Without `create`, a folder that does not exist is not made (no cache: a failure's line only reads what it holds).
  * @returns The cache, or why there is none (one line for standard error).
  * @throws {UsageError} When the folder is not the user's alone, before any token is requested or waited for.
  */
@@ -15,6 +16,7 @@ export function openCache(
   clientSecret: string,
   onNotice: (line: string) => void,
   now: () => number = Date.now,
+  create = true,
 ) {
   const folder = cacheFolder();
   const missing = folder === undefined
@@ -22,6 +24,9 @@ export function openCache(
     : lacking(folder, ["read", "write"]);
   if (missing || folder === undefined) {
     return { notice: `running without the token cache: ${missing}` };
+  }
+  if (!create && !tried(() => Deno.lstatSync(folder))) {
+    return { notice: `no token cache at ${folder}` };
   }
   const refusal = notOwnFolder(folder);
   if (refusal !== undefined) throw new UsageError(refusal);

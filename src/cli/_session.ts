@@ -12,7 +12,12 @@ import {
 import { createTokenProvider } from "../token/mod.ts";
 import type { Environment } from "../core/environment.ts";
 import type { SessionFlags } from "./_plan.ts";
-import { escapeControls, handedBy, secretsOf } from "../core/_redact.ts";
+import {
+  escapeControls,
+  handedBy,
+  redactable,
+  secretsOf,
+} from "../core/_redact.ts";
 import type { CliIo, CliWriter } from "./io.ts";
 import type { clearCache, openCache } from "./_cache.ts";
 import { UsageError } from "./_flag_values.ts";
@@ -141,20 +146,25 @@ export function openSession(
 }
 
 /**
- * The access tokens a failure's line must not show: those the session's provider handed out, and the one the cache holds
- * for this configuration, read without a request (a flag refused before the session asked for a token may echo it).
+ * The access tokens a failure's line must not show: those the session's provider handed out, and, with `cache`, the one
+ * the cache holds for this configuration, read without a request (a flag refused before the session asked for a token
+ * may echo it) from a cache folder that exists (none is made). Each as long as a secret redacted: "e" would cut words.
  */
-export async function knownTokens(run: RunIo, session?: Session) {
+export async function knownTokens(
+  run: RunIo,
+  session: Session | undefined,
+  cache: boolean,
+) {
   const record = await Promise.resolve().then(() => {
-    if (session?.cache) return session.cache.record();
+    if (!cache || session) return session?.cache?.record();
     const config = readConfig(run, Object.values(CONFIG_OPTIONAL_VARIABLES));
-    const { store } = run.openCache?.(config.clientSecret, () => {}, run.now) ??
+    const { clientSecret, environment, clientId } = config;
+    const { store } = run.openCache?.(clientSecret, () => {}, run.now, false) ??
       {};
-    const { environment, clientId } = config;
     return store?.recordFor({ ...environment, clientId });
   }).catch(() => undefined); // none readable: none to hide
   const handed = session ? handedBy(session.provider) : [];
-  return [record?.token?.accessToken ?? "", ...handed].filter(Boolean);
+  return [record?.token?.accessToken ?? "", ...handed].filter(redactable);
 }
 
 /** How token requests are sent: the flags, else the variables, else the service's way; a hint names what chose. */

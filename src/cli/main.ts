@@ -1,13 +1,8 @@
 // The command-line tool (public through ./cli): `main` plans a command line, carries it out, reports a failure in one
 // line; and the process it runs in as a program.
 
-import {
-  escapeControls,
-  holdsRun,
-  redact,
-  redactable,
-  REDACTED,
-} from "../core/_redact.ts";
+import { escapeControls, redact, redactable } from "../core/_redact.ts";
+import { withoutSecrets } from "../core/_option_secrets.ts";
 import { requireDeno, tried } from "../core/_check.ts";
 import { VERSION } from "../core/_version.ts";
 import { type Plan, plan } from "./_plan.ts";
@@ -60,14 +55,17 @@ export async function main(
     planned = plan(args);
     return await carryOut(planned, run, opened);
   } catch (error) {
+    // With --no-cache no token is read to hide (nor its folder made): none was cached by this line.
+    let cache = !!planned && "cache" in planned && planned.cache;
     // A line refused before --env-file was read: the secret the file holds is kept out of what is printed all the same.
     if (planned === undefined) {
-      const { values } = parseArgs({ args, options: FLAGS, strict: false });
+      const options = { options: FLAGS, strict: false, allowNegative: true };
+      const { values } = parseArgs({ args, ...options });
       await addEnvFile(run, values["env-file"]).catch(() => {});
+      cache = values.cache !== false;
     }
     const verbose = !!planned && "verbose" in planned && planned.verbose;
-    // Read even with --no-cache: a token pasted from it is one a refusal may echo.
-    const tokens = await knownTokens(run, opened.session);
+    const tokens = await knownTokens(run, opened.session, cache);
     return reportFailure(error, run, verbose, tokens);
   }
 }
@@ -140,29 +138,19 @@ function reportFailure(
     audience: read(CONFIG_VARIABLES.audience),
   };
   const secrets = Object.values(credentials).some(Boolean) ? [credentials] : [];
-  const hidden = [credentials.secret, ...tokens].filter(redactable);
+  // Word by word, as the library's checker reads a text (decoded, split by a `/`, base64): the flag and rule stay.
+  const hidden = [...(credentials.secret ? [credentials] : []), ...tokens];
   const clean = (text: string) =>
-    escapeControls(withoutRuns(redact(text, [...secrets, ...tokens]), hidden));
+    escapeControls(
+      redact(text, [...secrets, ...tokens]).split(/(\s+)/)
+        .map((word) => withoutSecrets(word, hidden)).join(""),
+    );
   const help = code === 2 ? ` (see ${run.helpHint ?? `${NAME} --help`})` : "";
   run.stderr.write(`${NAME}: ${clean(message)}${help}\n`);
   for (const line of verbose ? causeLines(error) : []) {
     run.stderr.write(`${clean(line)}\n`);
   }
   return code;
-}
-
-/**
- * `text` with each word still holding a run of one of `values` (cut, split by `/`, percent-encoded) as `[redacted]`:
- * the rest of a refusal (which flag, why) stays.
- */
-function withoutRuns(text: string, values: readonly string[]): string {
-  const held = (word: string) => {
-    const read = [word, tried(() => decodeURIComponent(word)) ?? word];
-    const forms = read.flatMap((form) => [form, form.replaceAll("/", "")]);
-    return values.some((value) => forms.some((form) => holdsRun(form, value)));
-  };
-  return text.split(/(\s+)/).map((word) => held(word) ? REDACTED : word)
-    .join("");
 }
 
 function processWriter(stream: typeof Deno.stdout): CliWriter {
