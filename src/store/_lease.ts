@@ -192,14 +192,14 @@ async function requestHolding(
     throw error;
   }
   stop();
-  let record = publishedOver(result, before);
+  let [lastRead, record] = [before, publishedOver(result, before)];
   try {
     let lost = false;
     // Over the record as it stands (a 401's renewal is not held off by the lease: what it changed meanwhile stands),
     // and only over the record read: sealed over an older read, it landed older than what another process had seen
     // since, which then read the store as empty. Read again (tried twice) while another write lands first.
     await updateBy(
-      (stored) => record = publishedOver(result, stored),
+      (stored) => record = publishedOver(result, lastRead = stored),
       () => lease.read().catch(() => lease.read()),
       async (next, seen) => {
         const landed = await lease.publish(next, seen);
@@ -214,7 +214,7 @@ async function requestHolding(
       !later(result.token?.expiresAt, stored?.token?.expiresAt) &&
       !later(result.blockedUntil, stored?.blockedUntil) &&
       !later(result.failure?.until, stored?.failure?.until);
-    if (lost) record = await storeOver(database, key, result, record, keeps);
+    if (lost) record = await storeOver(database, key, result, lastRead, keeps);
   } catch {
     // The token is paid for: stored if the database answers now (its reads failed twice), handed out, the others let in.
     await database.set(key, record).catch(() => {});

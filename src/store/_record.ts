@@ -152,8 +152,8 @@ export type Writes =
 /**
  * Stores a request's `result` {@linkcode publishedOver} the record as it stands, in one update() (nothing if `keeps`
  * the one stored): a read, then a set(), wrote over a 401's renewal or a block another process landed in between. A
- * failing update() is tried again (a dropped command), then a set() over `before`: the token is paid for. Resolves
- * with the result over the record last read.
+ * failing update() is tried again (a dropped command), then a set() over the record last read (else `before`), unless
+ * `keeps` it: the token is paid for. Resolves with the result over the record last read.
  */
 export async function storeOver(
   store: Writes,
@@ -162,14 +162,15 @@ export async function storeOver(
   before: TokenRecord | undefined,
   keeps = (_stored: TokenRecord | undefined, _next: TokenRecord) => false,
 ): Promise<TokenRecord> {
-  let record = publishedOver(result, before);
+  let [lastRead, record] = [before, publishedOver(result, before)];
   const change = (stored: TokenRecord | undefined) => {
-    record = publishedOver(result, stored);
+    record = publishedOver(result, lastRead = stored);
     return keeps(stored, record) ? undefined : record;
   };
   const update = () => store.update(key, change);
-  await update().catch(update).catch(() => store.set(key, record))
-    .catch(() => {});
+  await update().catch(update).catch(() =>
+    change(lastRead) && store.set(key, record)
+  ).catch(() => {});
   return record;
 }
 
