@@ -169,8 +169,11 @@ function explained(
   helpHint: string | undefined,
 ): unknown {
   const { target } = request;
+  // One whose words went whole: said by its reason, then made the tool's as the library's own words are.
+  if (error instanceof SyncError && error.message === REDACTED) {
+    error = withReason(error, request);
+  }
   if (error instanceof SyncError) {
-    if (error.message === REDACTED) return withReason(error, request);
     if (error.reason === "too-many-deletes") {
       return confirmHint(error, request, helpHint);
     }
@@ -215,13 +218,19 @@ const REASONS: Record<SyncErrorReason, string> = {
     "a sweep cycle would remove more than --max-deletes allows; nothing was committed",
 };
 
-/** `error`, whose message went whole (it held a token), as its reason in words: what failed and what to do. */
+/**
+ * `error`, whose message went whole (it held a token or the secret), as its reason in words, in the library's form
+ * (`Cannot sync into <target>: `, its `maxDeletesNeeded` kept): what failed and what to do.
+ */
 function withReason(error: SyncError, request: SyncRequest): SyncError {
   const why = `${
     REASONS[error.reason]
-  } (${error.reason}; its details held an access token and are not shown)`;
-  const message = `Cannot sync ${request.path}: ${why}`;
-  return new SyncError(message, error.reason, error.path, { cause: error });
+  } (${error.reason}; its details held a secret or token and are not shown).`;
+  const message = `Cannot sync into ${request.target}: ${why}`;
+  return Object.assign(
+    new SyncError(message, error.reason, error.path, { cause: error }),
+    given({ maxDeletesNeeded: error.maxDeletesNeeded }),
+  );
 }
 
 function usageCannotWrite(error: unknown, request: SyncRequest): UsageError {
