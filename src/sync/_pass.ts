@@ -40,6 +40,8 @@ export interface Committed<T>
 const REPEATS = 3;
 /** Windows that sought the edge with none moving on: a search over 2^30 windows takes 60 at most (twice 30 halvings). */
 const MAX_MISSES = 64;
+/** Short reads in a row each bringing what the list gained since (another list growing before the cycle's end). */
+const MAX_CHASED = 64;
 
 /** A window requested and not yet judged: its plan, its controller, its items to come. */
 type Flight<T> = Readonly<ReturnType<typeof launch<T>>>;
@@ -65,7 +67,7 @@ export async function runPass<T>(
   timeUp: () => boolean = () => false,
   doubt?: (window: Committed<T>) => Promise<boolean>,
 ): Promise<{ state: WindowState; ended: boolean }> {
-  let state = start, spent = 0, free = 0;
+  let state = start, spent = 0, free = 0, chased = 0;
   let repeated: Repeats | undefined, width = 1; // one window first: a run with nothing new costs one request
   const flights: Flight<T>[] = [], { path } = run.config.identity;
   const fill = () => {
@@ -89,8 +91,7 @@ export async function runPass<T>(
       free = unspent(free, judged, state, nothing);
       const next = judged.next, over = flight.plan.limit > windowCap(state);
       state = nothing && over ? { ...next, overTried: next.offset } : next;
-      // Sought and not found (a window after the edge, or wholly before it), or doubted.
-      const missed = judged.kind === "gap" || (nothing && !!state.seek);
+      const missed = judged.kind === "gap" || (nothing && !!state.seek); // sought, not found (past the edge, or before), or doubted
       if (missed) state = unjoined(state, flight.plan, path);
       if ("doubted" in judged) flights.unshift(launch(run, flight.plan)); // first: those after it stand if it does
       else if (judged.kind !== "commit" || unsure(state)) {
@@ -110,7 +111,9 @@ export async function runPass<T>(
       const window = cut ? { ...judged.window, ended: false } : judged.window;
       if (await commit(window) === false) return { state, ended: false };
       if (window.ended) return { state, ended: true };
-      if (judged.halted === true || cut) return { state, ended: false };
+      chased = state.short === undefined ? 0 : chased + 1; // MAX_CHASED
+      const halted = judged.halted || cut || chased > MAX_CHASED;
+      if (halted) return { state, ended: false };
     }
   } finally {
     land(flights);
