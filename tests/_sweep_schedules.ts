@@ -45,6 +45,8 @@ export interface Schedule {
     /** How many items a short page keeps. */
     cut: number;
     maxDeletes: number;
+    /** Before it, items deleted earlier that the copy still holds come back as they were (r152 F1). */
+    restore: boolean;
   }[];
   /** The sweep budget of the runs after changes stop. */
   readonly sweep: number;
@@ -80,6 +82,7 @@ export const schedules = (kinds: readonly string[]): fc.Arbitrary<Schedule> =>
         faultAt: fc.integer({ min: 1, max: 12 }),
         cut: fc.integer({ min: 0, max: 24 }),
         maxDeletes: fc.constantFrom(1, 0.1),
+        restore: fc.boolean(),
       }),
       { minLength: 1, maxLength: 5 },
     ),
@@ -137,6 +140,7 @@ export async function runSchedule(
   for (const run of schedule.runs) {
     const controller = new AbortController();
     if (run.fault === "mass") massDelete(fake, random, present);
+    if (run.restore) restore(fake, present, await copy.rows());
     const first = fake.listRequests;
     // Items in the copy and the list for the whole run: no cycle may drop one.
     const held = new Set((await copy.rows()).map(([id]) => id));
@@ -158,7 +162,12 @@ export async function runSchedule(
       signal: controller.signal,
       maxDeletes: run.maxDeletes,
     }).then(() => false, (error) => {
-      if (error instanceof SyncError && error.reason === "too-many-deletes") {
+      // Another list's answer may be refused as one out of order too (its page 1 begins after the copy's rows).
+      const foreign = run.fault === "foreign" && error.reason === "unordered";
+      if (
+        error instanceof SyncError &&
+        (error.reason === "too-many-deletes" || foreign)
+      ) {
         reached.add(`refused (${run.fault})`);
         return true;
       }
@@ -276,6 +285,24 @@ function massDelete(
     fake.service.remove("transactions", id);
   }
   if (count > 0) reached.add("mass delete");
+}
+
+/**
+ * Puts back, as the copy holds them, up to 3 items deleted from the list that the copy still holds: a spread cycle
+ * that passed their place while they were missing must not remove them now (r152 F1).
+ */
+function restore(
+  fake: ReturnType<typeof inProcess>,
+  present: Present,
+  rows: readonly [string, string][],
+): void {
+  const ids = new Set(present.ids);
+  const back = rows.filter(([id]) => !ids.has(id) && !id.startsWith("f"));
+  for (const [id, text] of back.slice(0, 3)) {
+    fake.service.insert("transactions", JSON.parse(text));
+    present.ids.push(id);
+    reached.add("restore");
+  }
 }
 
 /** The ids the list holds, as the schedule changed it. */
@@ -439,6 +466,7 @@ export const STEPS = [
   "update",
   "move",
   "delete",
+  "restore",
   "several runs",
   "change table",
   "short page",
@@ -448,3 +476,35 @@ export const STEPS = [
   "refused (foreign)",
   "refused (mass)",
 ];
+
+/**
+ * The deep search's first find once items came back (r152 F1): an item deleted while a spread cycle passed its place,
+ * back before the run that ends the cycle, was removed by that run.
+ */
+export function restored(kind: string): [Schedule] {
+  const run = {
+    sweep: 1,
+    crashAt: null,
+    fault: "none" as const,
+    faultAt: 1,
+    cut: 0,
+    maxDeletes: 1,
+    restore: false,
+  };
+  return [{
+    kind,
+    direction: "ASC",
+    sortBy: "creationDate",
+    items: 0,
+    maxLimit: 25,
+    churn: { append: 1, insert: 2, update: 0, remove: 1, move: 0 },
+    runs: [
+      { ...run, sweep: 0, crashAt: 1 },
+      { ...run, sweep: Infinity },
+      run,
+      { ...run, restore: true },
+    ],
+    sweep: 1,
+    seed: 999983,
+  }];
+}

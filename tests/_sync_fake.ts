@@ -119,6 +119,12 @@ export function memorySink<T>(): MemorySink<T> {
     },
     failAt: undefined,
     load: () => Promise.resolve(structuredClone(saved)),
+    // Its rows, and whether the cycle saw each: the guard and a spread cycle's end read them as the real sinks'.
+    async *liveRows(cycle) {
+      for (const [id, item] of sink.rows) {
+        yield { id, item, seen: seen.get(id) === cycle };
+      }
+    },
     write(items, checkpoint, ids, context) {
       if (++count === sink.failAt) {
         return Promise.reject(new Error("the sink failed"));
@@ -300,7 +306,7 @@ export function counts(result: SyncResult): [number, number, number] {
 export async function checkSchedules<S>(
   schedules: fc.Arbitrary<S>,
   run: (schedule: S) => Promise<void>,
-  options: { numRuns: number; seed: number },
+  options: { numRuns: number; seed: number; examples?: [S][] },
   kinds: readonly string[],
   reached: ReadonlySet<string>,
 ): Promise<void> {

@@ -10,6 +10,7 @@ import {
   checkReplay,
   type Copy,
   reached,
+  restored,
   type Row,
   runSchedule,
   schedules,
@@ -114,7 +115,11 @@ const KINDS = [
 ];
 
 Deno.test("the copy equals the list within 2 × ⌈pages / sweep⌉ + 2 runs after changes stop, across appends, back-dated inserts, changes, deletes, crashes and sweep budgets, in both directions and every sink", async () => {
-  const options = { numRuns: runs(30, 250), seed: 42 };
+  const options = {
+    numRuns: runs(60, 250),
+    seed: 42,
+    examples: ["memory", "sqlite", "jsonl"].map(restored),
+  };
   await checkSchedules(
     schedules(["memory", "sqlite", "jsonl"]),
     (schedule) => runSchedule(schedule, copyOf),

@@ -1,7 +1,7 @@
 // Internal: a sweep cycle's guard as a run commits it: the guard read from the copy, the ending batch's record of
 // its deletes (corrected to the sink's count), and a refusal recorded (the cycle given up) before the run fails.
 
-import { afterDeletes } from "./_checkpoint.ts";
+import { afterDeletes, afterSweepWindow } from "./_checkpoint.ts";
 import type { Committer } from "./_committer.ts";
 import type { SyncConfig } from "./_config.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
@@ -21,6 +21,8 @@ import {
 } from "./_window_guard.ts";
 import { isKeyed } from "./_key_text.ts";
 import { SyncError } from "./sync_error.ts";
+import type { Committed } from "./_pass.ts";
+import type { WindowState } from "./_window.ts";
 
 /** What a cycle's end needs of the run. */
 type CycleRun<T> = Readonly<{ config: SyncConfig<T>; committer: Committer<T> }>;
@@ -49,6 +51,22 @@ export function cycleEnd<T>(
   const checkpoint = afterDeletes(before, { at, ...counted }, confirmed, now);
   const endsCycle = { deletes, maxDeletes, recent };
   return { at, now, before, confirmed, checkpoint, endsCycle };
+}
+
+/** Commits cycle `cursor`'s end at `state`: with its last window, or alone once a spread cycle read again what it passed. */
+export async function commitEnd<T>(
+  run: CycleRun<T>,
+  guard: WindowGuard | undefined,
+  cursor: SweepCursor,
+  state: WindowState,
+  refusal: SyncCheckpoint["refused"],
+  window?: Committed<T>,
+) {
+  const at = afterSweepWindow(run.committer.latest, cursor, state, true);
+  const ending = cycleEnd(run, guard, at, refusal);
+  const { endsCycle } = ending;
+  await run.committer.commit("sweep", ending.checkpoint, window, { endsCycle });
+  return ending;
 }
 
 /**
@@ -83,19 +101,29 @@ export async function guardOf<T>(
   { config, committer }: CycleRun<T>,
   { cycle, edge }: SweepCursor,
 ): Promise<WindowGuard | undefined> {
-  const { sink, maxDeletes, keyOf, signal } = config;
+  const { maxDeletes } = config;
   if (maxDeletes >= 1) return undefined;
   // A run answering a refusal is judged at the end only: a share named from part of a cycle would refuse it again.
   if (confirms(committer.latest.refused, maxDeletes)) return undefined;
+  const copy = await copyReader({ config, committer }, { cycle, edge });
+  if (!copy) return undefined;
+  const recent = recentDeletes(committer.latest.deletions, config.now());
+  const descending = config.identity.sortDirection === "DESC";
+  return windowGuard(copy, { maxDeletes, recent, descending });
+}
+
+/** The copy's rows as cycle `cycle` saw them (read after what was committed), when the sink tells them. */
+export async function copyReader<T>(
+  { config, committer }: CycleRun<T>,
+  { cycle, edge }: Pick<SweepCursor, "cycle" | "edge">,
+) {
+  const { sink, keyOf, signal } = config;
   await committer.done();
   const descending = config.identity.sortDirection === "DESC";
   const ask = { cycle, keyOf, descending, edge: edge?.id, signal };
-  const copy = isKeyed(sink)
+  return isKeyed(sink)
     ? await keyedReader(sink, ask, () => committer.done())
     : sink.liveRows && await rowsReader(sink.liveRows(cycle, keyOf), ask);
-  if (!copy) return undefined;
-  const recent = recentDeletes(committer.latest.deletions, config.now());
-  return windowGuard(copy, { maxDeletes, recent, descending });
 }
 
 /** A sweep whose windows broke the guard: nothing of them committed; refused as at its end (`partial`: read in part). */

@@ -53,6 +53,31 @@ export function keyText({ value, id }: SyncKey): string {
   return ASCII.decode(out.subarray(0, units(out, at, id)));
 }
 
+/** The key `text` holds (`keyText`'s inverse): a row's place, for a pass to stand just before it. */
+export function keyOfText(text: string): SyncKey {
+  const at = text.indexOf("\x01");
+  const id = unitsOf(text.slice(at + 1));
+  if (text[0] === "1") return { value: unitsOf(text.slice(1, at)), id };
+  const ordered = BigInt(`0x${text.slice(1, 17)}`);
+  // Positive numbers carry the sign bit set; negative ones were inverted whole (digits).
+  const bits = ordered >> 63n ? ordered ^ (1n << 63n) : ~ordered & MASK;
+  BITS.setBigUint64(0, bits);
+  return { value: BITS.getFloat64(0), id };
+}
+
+/** The text `units` wrote as `text`. */
+function unitsOf(text: string): string {
+  let out = "";
+  for (let i = 0; i < text.length; i++) {
+    const byte = text.charCodeAt(i);
+    if (byte !== 0x7f) out += String.fromCharCode(byte - 2);
+    else {out += String.fromCharCode(
+        parseInt(text.slice(i + 1, (i += 4) + 1), 16),
+      );}
+  }
+  return out;
+}
+
 /**
  * The key text a copy stores for `item`, or null when `keyOf` cannot key it or the text is longer than an index entry
  * holds (PostgreSQL's B-tree: 2,704 bytes): such a row is judged at its cycle's end only, as one without a key.
@@ -70,9 +95,7 @@ function digits(out: Uint8Array, at: number, value: number): number {
   BITS.setFloat64(0, value === 0 ? 0 : value);
   const bits = BITS.getBigUint64(0);
   // Positive: above every negative (sign bit set); negative: every bit inverted, so a larger magnitude sorts lower.
-  const ordered = value < 0
-    ? ~bits & 0xffff_ffff_ffff_ffffn
-    : bits | (1n << 63n);
+  const ordered = value < 0 ? ~bits & MASK : bits | (1n << 63n);
   const hex = ordered.toString(16).padStart(16, "0");
   for (let i = 0; i < 16; i++) out[at++] = hex.charCodeAt(i); // per row: no string iterator
   return at;
@@ -101,3 +124,4 @@ function units(out: Uint8Array, at: number, text: string): number {
 const DIGITS = new TextEncoder().encode("0123456789abcdef");
 const ASCII = new TextDecoder();
 const BITS = new DataView(new ArrayBuffer(8));
+const MASK = 0xffff_ffff_ffff_ffffn;

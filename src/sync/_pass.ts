@@ -390,11 +390,3 @@ export async function listHead<T>(
 /** Whether `error` is what a service answers a page size it refuses. */
 const sizeRefusal = (error: unknown): error is ApiError =>
   error instanceof ApiError && [400, 403, 413, 422].includes(error.status);
-
-/** A cycle's first page that skipped an item the list holds at its start (`skipsStart`). */
-export function startSkipped(path: string): SyncError {
-  return new SyncError(
-    `Cannot sync ${path}: the sweep's first page began after rows of the copy, though the list's first page, read at other sizes, shows them before it: page 1 was answered stale or shifted (a cache of that page); nothing of the cycle was committed or removed: run again`,
-    "unordered",
-  );
-}

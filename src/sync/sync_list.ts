@@ -3,42 +3,19 @@
 
 import {
   afterHeadWindow,
-  afterSweepWindow,
   nextVerified,
   type RunStart,
   runStart,
   sweepLeft,
-  sweepStart,
 } from "./_checkpoint.ts";
-import {
-  type Committed,
-  heldStrays,
-  listHead,
-  type PassRun,
-  runPass,
-  startSkipped,
-} from "./_pass.ts";
+import { type Committed, heldStrays, runPass } from "./_pass.ts";
 import { Committer } from "./_committer.ts";
 import { listOptions, type SyncConfig, syncConfig } from "./_config.ts";
-import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
+import type { SyncCheckpoint } from "./sink.ts";
 import type { SyncKey } from "./_window.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
 import { deletesRefused } from "./_deletes.ts";
-import { doubter } from "./_window_doubt.ts";
-import {
-  heldBack,
-  holdsUnseen,
-  skipsStart,
-  type WindowGuard,
-} from "./_window_guard.ts";
-import { isKeyed } from "./_key_text.ts";
-import {
-  cycleEnd,
-  endCycle,
-  guardOf,
-  refuseForeign,
-  refuseWindows,
-} from "./_cycle_end.ts";
+import { holdsNone, sweep, type SweepRun } from "./_sweep.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { ownDeadlines } from "../core/_deadlines.ts";
 import { settledOrAborted } from "./_lease.ts";
@@ -121,8 +98,7 @@ async function lockedRun<T>(
 }
 
 /** What the passes of a run share. */
-interface Run<T> extends PassRun<T> {
-  readonly committer: Committer<T>;
+interface Run<T> extends SweepRun<T> {
   /** When the run began (`config.now`). */
   readonly startedAt: number;
 }
@@ -280,115 +256,6 @@ function refuseHead<T>(run: Run<T>, foreign: boolean): never {
     `the copy of ${run.config.identity.path}`,
     1,
   );
-}
-
-/**
- * Whether the sink shows it holds none of `ids` as live rows (`holds`), or without `ids`, no live row at all (one
- * confirmed emptied: `liveCount` or `liveRows`); a sink that cannot tell: false.
- */
-async function holdsNone<T>(
-  { config, committer }: Run<T>,
-  ids?: readonly string[],
-): Promise<boolean> {
-  const { sink } = config;
-  await committer.done();
-  if (ids) return (await sink.holds?.(ids, config.keyOf))?.size === 0;
-  if (isKeyed(sink)) return await sink.liveCount() === 0;
-  if (sink.liveRows === undefined) return false;
-  for await (const _ of sink.liveRows(0, config.keyOf)) return false;
-  return true;
-}
-
-/** Spends the sweep budget on the cycle under way or a new one (`sweep: Infinity`: never one begun before the run). */
-async function sweep<T>(run: Run<T>, timeUp: () => boolean): Promise<void> {
-  const { config, committer } = run;
-  if (config.sweep === 0) return;
-  const begun = sweepStart(committer.latest, config, {
-    now: config.now(),
-    // Any cycle under way began before this run (the head begins none), whatever its clock said then.
-    fresh: config.fresh,
-  });
-  if (begun === undefined) return;
-  const { sweep: cursor } = begun;
-  // Kept until a cycle completes: the one this run may complete answers it.
-  const refusal = committer.latest.refused;
-  if (begun.begins) await beginCycle(committer, cursor);
-  const guard = await guardOf(run, cursor);
-  let lost = false, starts = cursor.edge === null;
-  let ending: ReturnType<typeof cycleEnd> | undefined;
-  const commit = async (window: Committed<T>) => {
-    committer.tally.read += window.items.length; // as it arrives: refused by the guard, or committed
-    // An empty first window proves no start: the next one's is judged (r124 F2).
-    if (starts && window.items.length > 0) await checkStart(run, guard, window);
-    starts &&= window.items.length === 0;
-    // Page 1 begins after the cursor: the list moved on past rows of the copy (a retention window) when the cursor
-    // stood on one and page 1 holds rows the cycle has yet to see; else another list answered, now or before, and
-    // the cycle is given up with what it saw and staged (judged where the guard reads the copy).
-    const { state, ended } = window;
-    const passed = { ids: window.ids, last: state.edge, ended };
-    lost = window.lost === true && guard !== undefined &&
-      !(guard.copy.edgeHeld && await holdsUnseen(guard, passed));
-    if (lost) return false;
-    if (guard !== undefined && await heldBack(guard, passed)) {
-      // Refused: no more windows commit; those the budget still reads tell the share the refusal names.
-      return config.signal?.throwIfAborted();
-    }
-    // Taken though doubted, within the share, a window that holds no row of the copy is another list's page (a cache
-    // answering one URL with other ids at the same places) unless every row there is gone: it removed 31 that exist.
-    const retaken = guard?.retaken !== undefined &&
-      guard.retaken === window.ids[0];
-    if (retaken && await holdsNone(run, window.ids)) {
-      return await refuseForeign(run, cursor.cycle);
-    }
-    const checkpoint = afterSweepWindow(committer.latest, cursor, state, ended);
-    if (!ended) return await committer.commit("sweep", checkpoint, window);
-    ending = cycleEnd(run, guard, checkpoint, refusal);
-    const { endsCycle } = ending;
-    await committer.commit("sweep", ending.checkpoint, window, { endsCycle });
-  };
-  const [state, budget] = [begun.state, config.sweep];
-  const end = await runPass(run, state, budget, commit, timeUp, doubter(guard));
-  if (guard?.refused !== undefined) {
-    return await refuseWindows(run, guard, cursor.cycle, !end.ended);
-  }
-  if (lost) return await beginAfresh(run);
-  // Ended, the window that ended it committed (`ending`): one refused or lost returned above.
-  if (end.ended) return await endCycle(run, cursor.cycle, ending!);
-  // Out of budget mid-cycle: where the sweep stands (or where a gap moved it back to) is saved for the next run.
-  const at = committer.latest.sweep ?? cursor;
-  const stands = afterSweepWindow(committer.latest, at, end.state, false);
-  await committer.flush("sweep", stands);
-}
-
-/** Refuses a cycle's first window that skipped an item the list holds at its start (`skipsStart`), with the guard on. */
-async function checkStart<T>(
-  run: Run<T>,
-  guard: WindowGuard | undefined,
-  window: Committed<T>,
-) {
-  const { config } = run;
-  const first = config.keyOf(window.items[0]);
-  const { ids, limit, passed = [], beyond = [], start = 0 } = window;
-  const page1 = start === 0 ? [...passed, ...beyond] : undefined;
-  const { edge } = run.committer.latest;
-  const ask = { ids, first, limit, edge, page1, above: start + passed.length };
-  const read = (limit: number, page: number) => listHead(run, limit, page);
-  if (guard && await skipsStart(guard, ask, read)) {
-    throw startSkipped(config.identity.path);
-  }
-}
-
-/** Commits the first checkpoint of the cycle `cursor` begins (no window: the sink hears it begins). */
-async function beginCycle<T>(committer: Committer<T>, cursor: SweepCursor) {
-  const checkpoint = { ...committer.latest, sweep: cursor };
-  await committer.commit("sweep", checkpoint, undefined, { beginsCycle: true });
-}
-
-/** Gives up a cycle for a fresh one begun now (swept from the next run), with what it saw and staged. */
-async function beginAfresh<T>({ config, committer }: Run<T>): Promise<void> {
-  const at = { now: config.now(), fresh: true };
-  const begun = sweepStart(committer.latest, config, at);
-  if (begun !== undefined) await beginCycle(committer, begun.sweep);
 }
 
 /** How far the last item committed moved since the last run (ascending): at least what the copy lacks. */

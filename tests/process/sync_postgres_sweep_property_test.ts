@@ -10,6 +10,7 @@ import {
   checkReplay,
   type Copy,
   reached,
+  restored,
   type Row,
   runSchedule,
   schedules,
@@ -82,7 +83,11 @@ Deno.test({
                   schedule,
                   (kind) => Promise.resolve(postgresCopy(db[kind]!)),
                 ),
-              { numRuns: 60, seed: 41 },
+              {
+                numRuns: 60,
+                seed: 41,
+                examples: drivers.map(({ name }) => restored(name)),
+              },
               KINDS,
               reached,
             );

@@ -1,0 +1,93 @@
+// Internal: a cycle spread over runs removes only what the run ending it saw missing (r152 F1). The rows earlier runs
+// of the cycle passed unseen are read again where they stand now (a pass from just before each, which finds its place
+// as a resumed sweep finds its edge), and committed as sweep windows: one the list holds again is seen and stays.
+
+import { sweepStart } from "./_checkpoint.ts";
+import { type Committed, type PassRun, runPass } from "./_pass.ts";
+import type { Committer } from "./_committer.ts";
+import { copyReader } from "./_cycle_end.ts";
+import { keyOfText, keyText } from "./_key_text.ts";
+import type { CopyReader, WindowGuard } from "./_window_guard.ts";
+import type { SyncKey } from "./_window.ts";
+import type { SweepCursor } from "./sink.ts";
+
+/**
+ * The list requests a run may spend confirming, past its sweep budget: an item missing for a moment costs about one
+ * window, a seek about 2 × log2 of the windows between two. Past them, the rows left go as before: unconfirmed.
+ */
+export const CONFIRM_READS = 32;
+
+/** What confirming needs of the run. */
+type ConfirmRun<T> = PassRun<T> & { readonly committer: Committer<T> };
+
+/**
+ * Reads again, before the cycle of `cursor` (this run's sweep began there) ends, the rows of the copy the cycle has not
+ * seen that lie before `cursor.edge`, where earlier runs passed them: each seen now (and its window's rows) is
+ * committed, and leaves `guard`'s count. Stops at `timeUp` or CONFIRM_READS requests.
+ */
+export async function confirmPassed<T>(
+  run: ConfirmRun<T>,
+  cursor: SweepCursor,
+  guard: WindowGuard | undefined,
+  timeUp: () => boolean,
+): Promise<void> {
+  const { config, committer, requests } = run;
+  if (cursor.edge === null) return; // no window of an earlier run committed
+  const copy = guard?.copy ?? await copyReader(run, cursor);
+  if (copy === undefined) return;
+  const descending = config.identity.sortDirection === "DESC";
+  const startedAt = keyText(cursor.edge), from = requests.count;
+  let done: string | null = null, offset = 0;
+  while (!timeUp()) {
+    const [row] = await copy.unseen(done, startedAt, 1);
+    const left = CONFIRM_READS - (requests.count - from);
+    if (row === undefined || left <= 0) return;
+    const sweep = {
+      ...cursor,
+      edge: justBefore(keyOfText(row.key), descending),
+      offset,
+    };
+    const { seek: _, misses: __, ...at } = sweep;
+    const start = sweepStart(
+      { ...committer.latest, sweep: at },
+      config,
+      { now: config.now(), fresh: false },
+    )!.state;
+    let reached = false, ended = false;
+    const commit = async (window: Committed<T>) => {
+      committer.tally.read += window.items.length;
+      await committer.commit("sweep", committer.latest, window);
+      seen(copy, guard, window.ids);
+      const edge = window.state.edge;
+      ended = window.ended;
+      reached = ended ||
+        (edge !== null && !before(descending, keyText(edge), row.key));
+      return reached ? false : undefined;
+    };
+    const end = await runPass(run, start, left, commit, timeUp);
+    // Out of reads or time, the rows left are not confirmed; past the list's end, none is there.
+    if (!reached || ended || end.state.edge === null) return;
+    done = keyText(end.state.edge);
+    offset = end.state.offset;
+  }
+}
+
+/** A key just before `key` in the pass's order, which no item has: a pass standing there reads `key` next. */
+function justBefore(key: SyncKey, descending: boolean): SyncKey {
+  return { value: key.value, id: descending ? `${key.id}\u0000` : "" };
+}
+
+/** Whether key text `a` comes before `b` in the pass's order. */
+function before(descending: boolean, a: string, b: string): boolean {
+  return descending ? a > b : a < b;
+}
+
+/** `ids` seen: the reader forgets them, and the guard counts them no more. */
+function seen(
+  copy: CopyReader,
+  guard: WindowGuard | undefined,
+  ids: readonly string[],
+) {
+  copy.saw(ids);
+  for (const id of ids) guard?.passed.delete(id);
+}

@@ -1,0 +1,189 @@
+// Internal: the sweep, a run's rolling cycle: spends the run's budget reading the copy's range again, each window
+// judged by the guard before it commits; a cycle's end commits with its last window (a spread cycle's, once
+// _confirm.ts read again what earlier runs passed unseen).
+
+import { afterSweepWindow, sweepStart } from "./_checkpoint.ts";
+import { type Committed, listHead, type PassRun, runPass } from "./_pass.ts";
+import type { Committer } from "./_committer.ts";
+import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
+import type { WindowState } from "./_window.ts";
+import { doubter } from "./_window_doubt.ts";
+import {
+  heldBack,
+  holdsUnseen,
+  skipsStart,
+  type WindowGuard,
+} from "./_window_guard.ts";
+import { isKeyed } from "./_key_text.ts";
+import {
+  commitEnd,
+  type cycleEnd,
+  endCycle,
+  guardOf,
+  refuseForeign,
+  refuseWindows,
+} from "./_cycle_end.ts";
+import { confirmPassed } from "./_confirm.ts";
+import { SyncError } from "./sync_error.ts";
+
+/** What a sweep needs of the run. */
+export type SweepRun<T> = PassRun<T> & { readonly committer: Committer<T> };
+
+/**
+ * Whether the sink shows it holds none of `ids` as live rows (`holds`), or without `ids`, no live row at all (one
+ * confirmed emptied: `liveCount` or `liveRows`); a sink that cannot tell: false.
+ */
+export async function holdsNone<T>(
+  { config, committer }: SweepRun<T>,
+  ids?: readonly string[],
+): Promise<boolean> {
+  const { sink } = config;
+  await committer.done();
+  if (ids) return (await sink.holds?.(ids, config.keyOf))?.size === 0;
+  if (isKeyed(sink)) return await sink.liveCount() === 0;
+  if (sink.liveRows === undefined) return false;
+  for await (const _ of sink.liveRows(0, config.keyOf)) return false;
+  return true;
+}
+
+/** Spends the sweep budget on the cycle under way or a new one (`sweep: Infinity`: never one begun before the run). */
+export async function sweep<T>(
+  run: SweepRun<T>,
+  timeUp: () => boolean,
+): Promise<void> {
+  const { config, committer } = run;
+  if (config.sweep === 0) return;
+  const begun = sweepStart(committer.latest, config, {
+    now: config.now(),
+    // Any cycle under way began before this run (the head begins none), whatever its clock said then.
+    fresh: config.fresh,
+  });
+  if (begun === undefined) return;
+  const { sweep: cursor } = begun;
+  if (begun.begins) await beginCycle(committer, cursor);
+  const guard = await guardOf(run, cursor);
+  // Begun by an earlier run, the cycle ends once what earlier runs passed unseen is read again (confirmPassed).
+  const spread = !begun.begins && cursor.edge !== null;
+  const sweeping = new Sweeping(run, cursor, guard, spread);
+  const commit = (window: Committed<T>) => sweeping.commit(window);
+  const [state, budget] = [begun.state, config.sweep];
+  const end = await runPass(run, state, budget, commit, timeUp, doubter(guard));
+  if (guard?.refused !== undefined) {
+    return await refuseWindows(run, guard, cursor.cycle, !end.ended);
+  }
+  if (sweeping.lost) return await beginAfresh(run);
+  let { ending } = sweeping;
+  if (sweeping.endedAt !== undefined) {
+    await confirmPassed(run, cursor, guard, timeUp);
+    const at = sweeping.endedAt;
+    ending = await commitEnd(run, guard, cursor, at, sweeping.refusal);
+  }
+  // Ended, the window that ended it committed (`ending`): one refused or lost returned above.
+  if (ending !== undefined) return await endCycle(run, cursor.cycle, ending);
+  // Out of budget mid-cycle: where the sweep stands (or where a gap moved it back to) is saved for the next run.
+  const at = committer.latest.sweep ?? cursor;
+  const stands = afterSweepWindow(committer.latest, at, end.state, false);
+  await committer.flush("sweep", stands);
+}
+
+/** A sweep's windows as they come: each judged by the guard, then committed; where the cycle ended. */
+class Sweeping<T> {
+  /** Kept until a cycle completes: the one this run may complete answers it. */
+  readonly refusal: SyncCheckpoint["refused"];
+  /** Page 1 began after the cursor, past rows the cycle has yet to see: the cycle is given up. */
+  lost = false;
+  /** The cycle's end, committed with its last window. */
+  ending: ReturnType<typeof cycleEnd> | undefined;
+  /** A spread cycle's last window, committed: its end waits for confirmPassed. */
+  endedAt: WindowState | undefined;
+  #starts: boolean;
+
+  constructor(
+    readonly run: SweepRun<T>,
+    readonly cursor: SweepCursor,
+    readonly guard: WindowGuard | undefined,
+    readonly spread: boolean,
+  ) {
+    this.refusal = run.committer.latest.refused;
+    this.#starts = cursor.edge === null;
+  }
+
+  async commit(window: Committed<T>): Promise<void | false> {
+    const { run, guard, cursor } = this, { config, committer } = run;
+    committer.tally.read += window.items.length; // as it arrives: refused by the guard, or committed
+    // An empty first window proves no start: the next one's is judged (r124 F2).
+    if (this.#starts && window.items.length > 0) {
+      await checkStart(run, guard, window);
+    }
+    this.#starts &&= window.items.length === 0;
+    // Page 1 begins after the cursor: the list moved on past rows of the copy (a retention window) when the cursor
+    // stood on one and page 1 holds rows the cycle has yet to see; else another list answered, now or before, and
+    // the cycle is given up with what it saw and staged (judged where the guard reads the copy).
+    const { state, ended } = window;
+    const passed = { ids: window.ids, last: state.edge, ended };
+    this.lost = window.lost === true && guard !== undefined &&
+      !(guard.copy.edgeHeld && await holdsUnseen(guard, passed));
+    if (this.lost) return false;
+    if (guard !== undefined && await heldBack(guard, passed)) {
+      // Refused: no more windows commit; those the budget still reads tell the share the refusal names.
+      return config.signal?.throwIfAborted();
+    }
+    // Taken though doubted, within the share, a window that holds no row of the copy is another list's page (a cache
+    // answering one URL with other ids at the same places) unless every row there is gone: it removed 31 that exist.
+    const retaken = guard?.retaken !== undefined &&
+      guard.retaken === window.ids[0];
+    if (retaken && await holdsNone(run, window.ids)) {
+      return await refuseForeign(run, cursor.cycle);
+    }
+    if (ended && !this.spread) {
+      const { refusal } = this;
+      this.ending = await commitEnd(run, guard, cursor, state, refusal, window);
+      return;
+    }
+    const at = afterSweepWindow(committer.latest, cursor, state, false);
+    await committer.commit("sweep", at, window);
+    if (ended) this.endedAt = state;
+    return ended ? false : undefined;
+  }
+}
+
+/** Refuses a cycle's first window that skipped an item the list holds at its start (`skipsStart`), with the guard on. */
+async function checkStart<T>(
+  run: SweepRun<T>,
+  guard: WindowGuard | undefined,
+  window: Committed<T>,
+) {
+  const { config } = run;
+  const first = config.keyOf(window.items[0]);
+  const { ids, limit, passed = [], beyond = [], start = 0 } = window;
+  const page1 = start === 0 ? [...passed, ...beyond] : undefined;
+  const { edge } = run.committer.latest;
+  const ask = { ids, first, limit, edge, page1, above: start + passed.length };
+  const read = (limit: number, page: number) => listHead(run, limit, page);
+  if (guard && await skipsStart(guard, ask, read)) {
+    throw startSkipped(config.identity.path);
+  }
+}
+
+/** Commits the first checkpoint of the cycle `cursor` begins (no window: the sink hears it begins). */
+async function beginCycle<T>(committer: Committer<T>, cursor: SweepCursor) {
+  const checkpoint = { ...committer.latest, sweep: cursor };
+  await committer.commit("sweep", checkpoint, undefined, { beginsCycle: true });
+}
+
+/** Gives up a cycle for a fresh one begun now (swept from the next run), with what it saw and staged. */
+async function beginAfresh<T>(
+  { config, committer }: SweepRun<T>,
+): Promise<void> {
+  const at = { now: config.now(), fresh: true };
+  const begun = sweepStart(committer.latest, config, at);
+  if (begun !== undefined) await beginCycle(committer, begun.sweep);
+}
+
+/** A cycle's first page that skipped an item the list holds at its start (`skipsStart`). */
+function startSkipped(path: string): SyncError {
+  return new SyncError(
+    `Cannot sync ${path}: the sweep's first page began after rows of the copy, though the list's first page, read at other sizes, shows them before it: page 1 was answered stale or shifted (a cache of that page); nothing of the cycle was committed or removed: run again`,
+    "unordered",
+  );
+}

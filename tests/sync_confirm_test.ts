@@ -1,0 +1,110 @@
+// A cycle spread over runs removes only what the run ending it saw missing (attack r152 F1): an item missing when the
+// sweep passed its place, and back before the run that ends the cycle, stays, on every sink that tells its rows.
+
+import { equal, ok } from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import {
+  createJsonlSink,
+  createSqliteSink,
+  syncList,
+  type SyncSink,
+} from "../src/sync/mod.ts";
+import { freshTarget, inProcess } from "./_sync_fake.ts";
+
+type Row = Record<string, string | number>;
+
+/** A copy of 300 transactions, sink `kind`: how to open it, and which ids it holds live. */
+async function copyOf(kind: "sqlite" | "jsonl", name: string) {
+  const path = await freshTarget(
+    "sync-confirm",
+    `${name}.${kind === "sqlite" ? "db" : "jsonl"}`,
+  );
+  const open = (): SyncSink<Row> & Partial<Disposable> =>
+    kind === "sqlite"
+      ? createSqliteSink<Row>(path, { table: "t" })
+      : createJsonlSink<Row>(path);
+  const held = async () => {
+    if (kind === "jsonl") {
+      const text = await Deno.readTextFile(path);
+      return new Set(
+        text.split("\n").filter(Boolean).map((line) =>
+          JSON.parse(line).transactionID as string
+        ),
+      );
+    }
+    const db = new DatabaseSync(path);
+    try {
+      const rows = db.prepare("SELECT id FROM t WHERE deleted_at IS NULL")
+        .all() as { id: string }[];
+      return new Set(rows.map((row) => row.id));
+    } finally {
+      db.close();
+    }
+  };
+  const deletes = () => {
+    if (kind === "jsonl") return [];
+    const db = new DatabaseSync(path);
+    try {
+      return (db.prepare("SELECT id FROM t_changes WHERE change = 'delete'")
+        .all() as { id: string }[])
+        .map((row) => row.id);
+    } finally {
+      db.close();
+    }
+  };
+  return { open, held, deletes, changes: kind === "sqlite" };
+}
+
+for (const kind of ["sqlite", "jsonl"] as const) {
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    for (const maxDeletes of [0.1, 1]) {
+      Deno.test(`${kind} ${sortDirection}, maxDeletes ${maxDeletes}: an item missing when a spread sweep passed it, back since, stays through the cycle's end`, async () => {
+        const fake = inProcess({ items: { transactions: 300 } });
+        const copy = await copyOf(kind, `${sortDirection}-${maxDeletes}`);
+        const run = async (sweep: number) => {
+          const sink = copy.open();
+          try {
+            return await syncList(fake.client, "transactions", {
+              id: "transactionID",
+              sortBy: "creationDate",
+              sortDirection,
+              maxLimit: 50,
+              sink,
+              sweep,
+              maxDeletes,
+              changes: copy.changes,
+            });
+          } finally {
+            sink[Symbol.dispose]?.();
+          }
+        };
+        await run(Infinity);
+        const items: Row[] = [];
+        for await (
+          const item of fake.client.list<Row>("transactions", {
+            sortBy: "creationDate",
+            sortDirection,
+          })
+        ) {
+          items.push(item);
+        }
+        // Early in the pass's order: the first run of the next cycle passes it.
+        const victim = items[10]!, id = String(victim.transactionID);
+        ok(fake.service.remove("transactions", id));
+        const first = await run(1);
+        fake.service.insert("transactions", victim);
+        let cycles = 0;
+        for (let runs = 0; runs < 20 && cycles === 0; runs++) {
+          const before = first.verifiedAt;
+          const result = await run(1);
+          if (result.verifiedAt !== before) cycles++;
+          ok((await copy.held()).has(id), `run ${runs}: ${id} removed`);
+          equal(result.deleted, 0);
+        }
+        equal(cycles, 1); // the cycle ended
+        equal(copy.deletes().length, 0);
+        fake.service.close();
+      });
+    }
+  }
+}
