@@ -6,6 +6,7 @@ import { DatabaseSync } from "node:sqlite";
 import {
   createJsonlSink,
   createSqliteSink,
+  SyncError,
   syncList,
   type SyncSink,
 } from "../src/sync/mod.ts";
@@ -107,4 +108,67 @@ for (const kind of ["sqlite", "jsonl"] as const) {
       });
     }
   }
+}
+
+for (const kind of ["sqlite", "jsonl"] as const) {
+  Deno.test(`${kind}: another list answering those reads again is refused as in the sweep: none of its rows enters, nothing is removed, and the next runs go on (attack r154 F1: 40 foreign rows went in, the item that came back was removed, and every run after was refused)`, async () => {
+    const fake = inProcess({ items: { transactions: 300 } });
+    const copy = await copyOf(kind, "foreign");
+    const run = async (sweep: number) => {
+      const sink = copy.open();
+      try {
+        return await syncList(fake.client, "transactions", {
+          id: "transactionID",
+          sortBy: "creationDate",
+          maxLimit: 50,
+          sink,
+          sweep,
+          maxDeletes: 0.1,
+          changes: copy.changes,
+        });
+      } finally {
+        sink[Symbol.dispose]?.();
+      }
+    };
+    await run(Infinity);
+    const items: Row[] = [];
+    for await (
+      const item of fake.client.list<Row>("transactions", {
+        sortBy: "creationDate",
+      })
+    ) items.push(item);
+    const victim = items[10]!, id = String(victim.transactionID);
+    fake.service.remove("transactions", id);
+    await run(1);
+    fake.service.insert("transactions", victim);
+    // Each run: once the sweep read a short page (the list's end), every full page after is another list's.
+    let inRun = 0, pastEnd = false, refused = 0;
+    fake.afterList = (page) => {
+      inRun++;
+      if (pastEnd && page.length === 50) {
+        return page.map((item) => ({
+          ...item,
+          transactionID: `other_${item.transactionID}`,
+        }));
+      }
+      if (inRun >= 2 && page.length < 50) pastEnd = true;
+      return [...page];
+    };
+    for (let runs = 0; runs < 12; runs++) {
+      [inRun, pastEnd] = [0, false];
+      await run(1).catch((error) => {
+        ok(error instanceof SyncError && error.reason === "too-many-deletes");
+        refused++;
+      });
+    }
+    ok(refused > 0);
+    fake.afterList = undefined;
+    for (let runs = 0; runs < 12; runs++) await run(1); // none refused
+    const held = await copy.held();
+    ok(held.has(id));
+    equal([...held].filter((each) => each.startsWith("other_")).length, 0);
+    equal(held.size, 300);
+    equal(copy.deletes().length, 0);
+    fake.service.close();
+  });
 }

@@ -160,3 +160,20 @@ async function refuse<T>(
   await committer.record({ ...rest, refused });
   throw error;
 }
+
+/**
+ * Whether the sink shows it holds none of `ids` as live rows (`holds`), or without `ids`, no live row at all (one
+ * confirmed emptied: `liveCount` or `liveRows`); a sink that cannot tell: false.
+ */
+export async function holdsNone<T>(
+  { config, committer }: CycleRun<T>,
+  ids?: readonly string[],
+): Promise<boolean> {
+  const { sink } = config;
+  await committer.done();
+  if (ids) return (await sink.holds?.(ids, config.keyOf))?.size === 0;
+  if (isKeyed(sink)) return await sink.liveCount() === 0;
+  if (sink.liveRows === undefined) return false;
+  for await (const _ of sink.liveRows(0, config.keyOf)) return false;
+  return true;
+}

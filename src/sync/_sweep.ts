@@ -20,6 +20,7 @@ import {
   type cycleEnd,
   endCycle,
   guardOf,
+  holdsNone,
   refuseForeign,
   refuseWindows,
 } from "./_cycle_end.ts";
@@ -28,23 +29,6 @@ import { SyncError } from "./sync_error.ts";
 
 /** What a sweep needs of the run. */
 export type SweepRun<T> = PassRun<T> & { readonly committer: Committer<T> };
-
-/**
- * Whether the sink shows it holds none of `ids` as live rows (`holds`), or without `ids`, no live row at all (one
- * confirmed emptied: `liveCount` or `liveRows`); a sink that cannot tell: false.
- */
-export async function holdsNone<T>(
-  { config, committer }: SweepRun<T>,
-  ids?: readonly string[],
-): Promise<boolean> {
-  const { sink } = config;
-  await committer.done();
-  if (ids) return (await sink.holds?.(ids, config.keyOf))?.size === 0;
-  if (isKeyed(sink)) return await sink.liveCount() === 0;
-  if (sink.liveRows === undefined) return false;
-  for await (const _ of sink.liveRows(0, config.keyOf)) return false;
-  return true;
-}
 
 /** Spends the sweep budget on the cycle under way or a new one (`sweep: Infinity`: never one begun before the run). */
 export async function sweep<T>(
