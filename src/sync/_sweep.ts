@@ -14,7 +14,6 @@ import {
   skipsStart,
   type WindowGuard,
 } from "./_window_guard.ts";
-import { isKeyed } from "./_key_text.ts";
 import {
   commitEnd,
   type cycleEnd,
