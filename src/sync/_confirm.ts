@@ -12,10 +12,10 @@ import type { SyncKey } from "./_window.ts";
 import type { SweepCursor } from "./sink.ts";
 
 /**
- * The list requests a run may spend confirming, past its sweep budget: an item missing for a moment costs about one
- * window, a seek about 2 × log2 of the windows between two. Past them, the rows left go as before: unconfirmed.
+ * The list requests a run may spend reading again, past its sweep budget: each row costs a window and the seek to it
+ * (about 2 × log2 of the windows from the row before). Past them, the rows left go as before: unconfirmed.
  */
-export const CONFIRM_READS = 32;
+const CONFIRM_READS = 32;
 
 /** What confirming needs of the run. */
 type ConfirmRun<T> = PassRun<T> & { readonly committer: Committer<T> };
