@@ -56,44 +56,59 @@ async function copyOf(kind: "sqlite" | "jsonl", name: string) {
   return { open, held, deletes, changes: kind === "sqlite" };
 }
 
+/**
+ * A copy of 300 transactions (sink `kind`), then an item early in the pass's order missing while a `sweep: 1` run
+ * passes its place, and back since: what the test's runs share, and the result of that run.
+ */
+async function blinked(
+  kind: "sqlite" | "jsonl",
+  name: string,
+  sortDirection: "ASC" | "DESC",
+  maxDeletes: number,
+) {
+  const fake = inProcess({ items: { transactions: 300 } });
+  const copy = await copyOf(kind, name);
+  const run = async (sweep: number) => {
+    const sink = copy.open();
+    try {
+      return await syncList(fake.client, "transactions", {
+        id: "transactionID",
+        sortBy: "creationDate",
+        sortDirection,
+        maxLimit: 50,
+        sink,
+        sweep,
+        maxDeletes,
+        changes: copy.changes,
+      });
+    } finally {
+      sink[Symbol.dispose]?.();
+    }
+  };
+  await run(Infinity);
+  const items: Row[] = [];
+  const order = { sortBy: "creationDate", sortDirection };
+  for await (const item of fake.client.list<Row>("transactions", order)) {
+    items.push(item);
+  }
+  // Early in the pass's order: the first run of the next cycle passes it.
+  const victim = items[10]!, id = String(victim.transactionID);
+  ok(fake.service.remove("transactions", id));
+  const first = await run(1);
+  fake.service.insert("transactions", victim);
+  return { fake, copy, run, id, first };
+}
+
 for (const kind of ["sqlite", "jsonl"] as const) {
   for (const sortDirection of ["ASC", "DESC"] as const) {
     for (const maxDeletes of [0.1, 1]) {
       Deno.test(`${kind} ${sortDirection}, maxDeletes ${maxDeletes}: an item missing when a spread sweep passed it, back since, stays through the cycle's end`, async () => {
-        const fake = inProcess({ items: { transactions: 300 } });
-        const copy = await copyOf(kind, `${sortDirection}-${maxDeletes}`);
-        const run = async (sweep: number) => {
-          const sink = copy.open();
-          try {
-            return await syncList(fake.client, "transactions", {
-              id: "transactionID",
-              sortBy: "creationDate",
-              sortDirection,
-              maxLimit: 50,
-              sink,
-              sweep,
-              maxDeletes,
-              changes: copy.changes,
-            });
-          } finally {
-            sink[Symbol.dispose]?.();
-          }
-        };
-        await run(Infinity);
-        const items: Row[] = [];
-        for await (
-          const item of fake.client.list<Row>("transactions", {
-            sortBy: "creationDate",
-            sortDirection,
-          })
-        ) {
-          items.push(item);
-        }
-        // Early in the pass's order: the first run of the next cycle passes it.
-        const victim = items[10]!, id = String(victim.transactionID);
-        ok(fake.service.remove("transactions", id));
-        const first = await run(1);
-        fake.service.insert("transactions", victim);
+        const { fake, copy, run, id, first } = await blinked(
+          kind,
+          `${sortDirection}-${maxDeletes}`,
+          sortDirection,
+          maxDeletes,
+        );
         let cycles = 0;
         for (let runs = 0; runs < 20 && cycles === 0; runs++) {
           const before = first.verifiedAt;
@@ -112,35 +127,7 @@ for (const kind of ["sqlite", "jsonl"] as const) {
 
 for (const kind of ["sqlite", "jsonl"] as const) {
   Deno.test(`${kind}: another list answering those reads again is refused as in the sweep: none of its rows enters, nothing is removed, and the next runs go on (attack r154 F1: 40 foreign rows went in, the item that came back was removed, and every run after was refused)`, async () => {
-    const fake = inProcess({ items: { transactions: 300 } });
-    const copy = await copyOf(kind, "foreign");
-    const run = async (sweep: number) => {
-      const sink = copy.open();
-      try {
-        return await syncList(fake.client, "transactions", {
-          id: "transactionID",
-          sortBy: "creationDate",
-          maxLimit: 50,
-          sink,
-          sweep,
-          maxDeletes: 0.1,
-          changes: copy.changes,
-        });
-      } finally {
-        sink[Symbol.dispose]?.();
-      }
-    };
-    await run(Infinity);
-    const items: Row[] = [];
-    for await (
-      const item of fake.client.list<Row>("transactions", {
-        sortBy: "creationDate",
-      })
-    ) items.push(item);
-    const victim = items[10]!, id = String(victim.transactionID);
-    fake.service.remove("transactions", id);
-    await run(1);
-    fake.service.insert("transactions", victim);
+    const { fake, copy, run, id } = await blinked(kind, "foreign", "ASC", 0.1);
     // Each run: once the sweep read a short page (the list's end), every full page after is another list's.
     let inRun = 0, pastEnd = false, refused = 0;
     fake.afterList = (page) => {

@@ -43,3 +43,31 @@ export function textOf(output: Deno.CommandOutput): Run {
     stderr: decoder.decode(output.stderr),
   };
 }
+
+/** A 64-character access token, as a service's: the token echo tests' endpoints hand it out. */
+export const TOKEN =
+  "T0QwErTyUiOpAsDfGhJkLzXcVbNm0123456789QwErTyUiOpAsDfGhJkLzXcx0yz";
+
+/** The variables and permissions of a CLI run against `server`, its token cache in `folder`. */
+export function cliSetup(
+  server: Deno.HttpServer<Deno.NetAddr>,
+  folder: string,
+) {
+  const origin = `http://127.0.0.1:${server.addr.port}`;
+  const env = {
+    PARTNER_API_BASE_URL: `${origin}/api/`,
+    PARTNER_API_PCI_BASE_URL: `${origin}/pci/`,
+    PARTNER_API_TOKEN_URL: `${origin}/token`,
+    PARTNER_API_AUDIENCE: "audience-1",
+    PARTNER_API_CLIENT_ID: "client-id-1",
+    PARTNER_API_CLIENT_SECRET: "client-secret-of-the-test",
+    PARTNER_API_CACHE_DIR: folder,
+  };
+  const flags = [
+    "--allow-net=127.0.0.1",
+    "--allow-env=PARTNER_API_*",
+    `--allow-read=${folder}`,
+    `--allow-write=${folder}`,
+  ];
+  return { env, flags };
+}

@@ -3,12 +3,9 @@
 // a sync failing on ids that hold it printed its reason nowhere.
 
 import { equal, ok } from "node:assert/strict";
-import { cli } from "./_cli_process.ts";
+import { cli, cliSetup, TOKEN } from "./_cli_process.ts";
 import { scratchDir } from "./_fleet.ts";
 import { processTest } from "../_processes.ts";
-
-const TOKEN =
-  "T0QwErTyUiOpAsDfGhJkLzXcVbNm0123456789QwErTyUiOpAsDfGhJkLzXcx0yz";
 
 /** Whether `text` holds a run of 12 characters of the token, in any case. */
 function holdsToken(text: string): boolean {
@@ -37,23 +34,8 @@ function serve(): Deno.HttpServer<Deno.NetAddr> {
 
 processTest("the CLI never prints a token its cache holds", async (t) => {
   await using server = serve();
-  const origin = `http://127.0.0.1:${server.addr.port}`;
   const folder = await scratchDir();
-  const env = {
-    PARTNER_API_BASE_URL: `${origin}/api/`,
-    PARTNER_API_PCI_BASE_URL: `${origin}/pci/`,
-    PARTNER_API_TOKEN_URL: `${origin}/token`,
-    PARTNER_API_AUDIENCE: "audience-1",
-    PARTNER_API_CLIENT_ID: "client-id-1",
-    PARTNER_API_CLIENT_SECRET: "client-secret-of-the-test",
-    PARTNER_API_CACHE_DIR: folder,
-  };
-  const flags = [
-    "--allow-net=127.0.0.1",
-    "--allow-env=PARTNER_API_*",
-    `--allow-read=${folder}`,
-    `--allow-write=${folder}`,
-  ];
+  const { env, flags } = cliSetup(server, folder);
   const first = await cli(flags, ["token"], env);
   equal(first.code, 0, first.stderr);
   const refused = [

@@ -5,12 +5,9 @@
 // `deno task test:process` gives them.
 
 import { equal, ok } from "node:assert/strict";
-import { cli } from "./_cli_process.ts";
+import { cli, cliSetup as setup, TOKEN } from "./_cli_process.ts";
 import { scratchDir } from "./_fleet.ts";
 import { processTest } from "../_processes.ts";
-
-const TOKEN =
-  "T0QwErTyUiOpAsDfGhJkLzXcVbNm0123456789QwErTyUiOpAsDfGhJkLzXcx0yz";
 
 /** Each character of `text` as a %XX escape. */
 const percentEncoded = (text: string) =>
@@ -42,27 +39,6 @@ function serve(token: string): Deno.HttpServer<Deno.NetAddr> {
     const answer = { access_token: token, token_type: "Bearer" };
     return Response.json({ ...answer, expires_in: 3600 });
   });
-}
-
-/** The variables and permissions of a run against `server`, its cache in `folder`. */
-function setup(server: Deno.HttpServer<Deno.NetAddr>, folder: string) {
-  const origin = `http://127.0.0.1:${server.addr.port}`;
-  const env = {
-    PARTNER_API_BASE_URL: `${origin}/api/`,
-    PARTNER_API_PCI_BASE_URL: `${origin}/pci/`,
-    PARTNER_API_TOKEN_URL: `${origin}/token`,
-    PARTNER_API_AUDIENCE: "audience-1",
-    PARTNER_API_CLIENT_ID: "client-id-1",
-    PARTNER_API_CLIENT_SECRET: "client-secret-of-the-test",
-    PARTNER_API_CACHE_DIR: folder,
-  };
-  const flags = [
-    "--allow-net=127.0.0.1",
-    "--allow-env=PARTNER_API_*",
-    `--allow-read=${folder}`,
-    `--allow-write=${folder}`,
-  ];
-  return { env, flags };
 }
 
 processTest("a cached token percent-encoded is never printed", async (t) => {
