@@ -9,9 +9,14 @@
 import { deepEqual, equal, ok, rejects } from "node:assert/strict";
 import { createRedisTokenStore } from "../src/store/redis.ts";
 import type { TokenRecord } from "../src/store/mod.ts";
+import { createTokenProvider } from "../src/token/mod.ts";
+import { inProcessFake } from "./_fast_setup.ts";
 
 /** A Map standing in for Redis: GET, GETRANGE (whole), SET, DEL; EVAL answered by `evaluate`, the rest null. */
-function standIn(evaluate: () => unknown = () => null) {
+function standIn(
+  evaluate: () => unknown = () => null,
+  now: () => number = Date.now,
+) {
   const data = new Map<string, string>();
   const sent: string[] = [];
   const command = ([name, key, value]: string[]) => {
@@ -22,7 +27,7 @@ function standIn(evaluate: () => unknown = () => null) {
     const known = name === "GET" || name === "GETRANGE";
     return Promise.resolve(known ? data.get(key!) ?? null : null);
   };
-  return { data, sent, store: createRedisTokenStore({ command }) };
+  return { data, sent, store: createRedisTokenStore({ command, now }) };
 }
 
 const record: TokenRecord = { blockedUntil: 1_900_000_000_000 };
@@ -68,4 +73,42 @@ Deno.test("Redis: a lease holder whose publish is answered null hands out its to
   // Look (2), take, read and publish, a set() over it (read, swap), release. Before, the null was taken for a lost
   // lease, and the token stored through update(), twice, then set(): 245 commands.
   equal(sent.length, 8);
+});
+
+/** The store's clock: 10 s pass at each reading, so that a store that waits on a lease reaches maxWait at once. */
+function racingClock() {
+  let time = 1_800_000_000_000;
+  return () => time += 10_000;
+}
+
+Deno.test("Redis: a take answered null (no script ran) fails coordinate() at once, a TypeError naming `command`: never read as a lease another holds, polled until maxWait", async () => {
+  const { sent, store } = standIn(() => null, racingClock());
+  let requests = 0;
+  await rejects(
+    store.coordinate!("client", {
+      settled: () => false,
+      request: () => (requests++, Promise.resolve(record)),
+      signal: new AbortController().signal,
+      requestBudget: 0,
+    }),
+    { name: "TypeError", option: "command" },
+  );
+  // Look (GETRANGE, GET), then the take: before, look and take again, then a request alone past maxWait.
+  deepEqual(sent, ["GETRANGE", "GET", "EVAL"]);
+  equal(requests, 0);
+});
+
+Deno.test("Redis: a provider over a command function that answers EVAL null pays one token request after one take, without polling the lease", async () => {
+  const api = inProcessFake();
+  using _ = api;
+  const { sent, store } = standIn(() => null, racingClock());
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    fetch: api.fetch,
+    store,
+  });
+  ok(api.service.isValidToken((await provider.getToken()).accessToken));
+  equal(api.service.tokenRequests, 1);
+  equal(sent.filter((name) => name === "EVAL").length, 1);
 });

@@ -95,19 +95,21 @@ ${RELEASED}`,
 ${RELEASED}`,
 };
 
-/** The replies of the scripts whose answer decides a retry (the take's may also be a holder). */
-const REPLIES: Partial<Record<ScriptName, readonly unknown[]>> = {
-  swap: [0, 1],
-  publish: [-1, 0, 1],
+/** Whether a reply is one the script gives, for the scripts whose reply decides a retry or a wait. */
+const REPLIES: Partial<Record<ScriptName, (reply: unknown) => boolean>> = {
+  take: (reply) => reply === 0 || reply === 1 || text(reply) !== undefined, // or who holds the lease
+  swap: (reply) => reply === 0 || reply === 1,
+  publish: (reply) => reply === -1 || reply === 0 || reply === 1,
 };
 
 /**
  * `reply` to EVAL of `name`, if one the script gives. Another (a command function that runs no script: a stand-in
  * knowing GET and SET answers null) fails at once: taken for a write another landed first, set() read and tried again
- * 100 times. Named by its type only: a reply may hold a token.
+ * 100 times; taken for a lease another holds, coordinate() polled until maxWait. Named by its type only: a reply may
+ * hold a token.
  */
 export function scriptReply(name: ScriptName, reply: unknown): unknown {
-  if (REPLIES[name]?.includes(reply) ?? true) return reply;
+  if (REPLIES[name]?.(reply) ?? true) return reply;
   const rule =
     "must resolve EVAL with the script's reply, or reject it with Redis's 'unknown command' (then plain commands go)";
   const type = reply === null ? "null" : typeof reply;
