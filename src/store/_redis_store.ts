@@ -41,8 +41,6 @@ type RedisStoreConfig =
   & Readonly<ReturnType<typeof redisOptions>>
   & { readonly blockingCommand: RedisCommand | undefined };
 
-const UPDATE_ATTEMPTS = 10;
-
 /** A {@linkcode TokenStore} on Redis that coordinates a fleet with leases. */
 export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   readonly #config: RedisStoreConfig;
@@ -100,8 +98,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
         const args = [seen.value, ...this.#value(sealed, next)];
         return await this.#script("swap", [record], args) === 1;
       });
-    const attempts = action === "set" ? CAS_ATTEMPTS : UPDATE_ATTEMPTS;
-    return await updateBy(change, read, swap, attempts, action);
+    return await updateBy(change, read, swap, CAS_ATTEMPTS, action);
   }
 
   coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {

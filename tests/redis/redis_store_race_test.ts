@@ -4,6 +4,7 @@
 
 import { equal } from "node:assert/strict";
 import { createRedisTokenStore } from "../../src/store/redis.ts";
+import type { TokenRecord } from "../../src/store/mod.ts";
 import { checkLostLeaseBlock, checkStores } from "../_store_race.ts";
 import {
   connectRedis,
@@ -71,6 +72,29 @@ test("Redis: a lease holder that lost its lease while its token request was answ
         await client.command(["DEL", lease]);
       }
     });
+  } finally {
+    client.close();
+  }
+});
+
+// Review r9: update() gave up after 10 tries where set() and KV's update() take 100: each try lost is another write
+// that landed, and a provider whose update() gives up acts alone (its 401 ledger or cooldown unshared).
+test("Redis: 20 store objects racing one update() each all land: the record counts 20", async () => {
+  await using redis = await startRedis();
+  const client = await connectRedis(redis.port);
+  try {
+    const stores = Array.from(
+      { length: 20 },
+      () => createRedisTokenStore({ command: client.command }),
+    );
+    const count = (record?: TokenRecord) => ({
+      blockedUntil: (record?.blockedUntil ?? 0) + 1,
+    });
+    const results = await Promise.allSettled(
+      stores.map((store) => store.update!("c", count)),
+    );
+    equal(results.filter((r) => r.status === "rejected").length, 0);
+    equal((await stores[0]!.get("c"))?.blockedUntil, 20);
   } finally {
     client.close();
   }
