@@ -176,26 +176,35 @@ export async function storeOver(
 
 /**
  * A request's `result` over the record `current`ly stored: its token kept when the result has none (a failed refresh,
- * a 429's block; one a 401 dropped meanwhile stays dropped), and the later of two 401 renewals and of two quota blocks
- * (another process may have stored one meanwhile).
+ * a 429's block; one a 401 dropped meanwhile stays dropped), and the later of two 401 renewals, of two quota blocks
+ * and, unless the result is a token, of two failures (another process may have stored one meanwhile).
  */
 export function publishedOver(
   result: TokenRecord,
   current: TokenRecord | undefined,
 ): TokenRecord {
   const token = result.token ?? current?.token;
-  const [mine, theirs] = [result.renewal, current?.renewal];
-  const renewal = (theirs?.at ?? -Infinity) > (mine?.at ?? -Infinity)
-    ? theirs
-    : mine;
+  const renewal = later(result.renewal, current?.renewal, ({ at }) => at);
+  // Only a token ends a failure, as in a provider: dropped under a 429's block, the fleet's next cooldown began again
+  // at 10 s, not escalated from it (review r9).
+  const failure = result.token
+    ? undefined
+    : later(result.failure, current?.failure, ({ until }) => until);
   const blocked = [result.blockedUntil, current?.blockedUntil];
   const blockedUntil = Math.max(...blocked.map((at) => at ?? -Infinity));
   return {
     ...result,
     ...(token && { token }),
     ...(renewal && { renewal }),
+    ...(failure && { failure }),
     ...(blockedUntil > -Infinity && { blockedUntil }),
   };
+}
+
+/** `theirs` if later by `time`, else `mine`. */
+function later<T>(mine?: T, theirs?: T, time = (_: T) => 0): T | undefined {
+  if (theirs === undefined) return mine;
+  return mine === undefined || time(theirs) > time(mine) ? theirs : mine;
 }
 
 /** How long to keep a record, in ms: until its token, block, cooldown and 401 renewal are over. */
