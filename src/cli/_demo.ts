@@ -24,7 +24,7 @@ export async function runDemo(io: RunIo): Promise<void> {
     latency: 15,
   });
   // One session for every step, as one long-running service would have.
-  const session = openSession(io, {
+  const session = await openSession(io, {
     environment: api.environment,
     ...api.credentials,
   }, { cache: false, verbose: false, envFile: undefined });
@@ -38,7 +38,7 @@ export async function runDemo(io: RunIo): Promise<void> {
       `\n$ ${NAME} ${args.join(" ")}${last ? " > /dev/null" : ""}\n`,
     );
     const step = last
-      ? { ...session, io: { ...io, stdout: discard } }
+      ? { ...session, io: { ...session.io, stdout: discard } }
       : session;
     await execute(step, plan(args) as SessionPlan, last);
   }

@@ -49,6 +49,7 @@ export async function runList(
   const writer = itemWriter(io.stdout, format, {
     fields: request.fields,
     notify: (line) => io.stderr.write(`${line}\n`),
+    shown: session.shown,
   });
   // JSON on a terminal: no progress line may land inside the array, so the count is said once, after it is closed.
   const atEnd = format === "json" && io.stdout.isTerminal;

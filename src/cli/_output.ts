@@ -12,13 +12,17 @@ interface ItemWriter {
   end(): void;
 }
 
-/** The writer for `format`. `notify` hears once of a key first seen after the columns were fixed: never silently dropped. */
+/**
+ * The writer for `format`. `notify` hears once of a key first seen after the columns were fixed: never silently dropped.
+ * A header shows each column's name as `shown` does (a name of `--fields` may hold a token).
+ */
 export function itemWriter(
   out: CliWriter,
   format: Format,
   options: {
     fields: readonly string[] | undefined;
     notify: (line: string) => void;
+    shown: (text: string) => string;
   },
 ): ItemWriter {
   const { fields } = options;
@@ -63,7 +67,7 @@ export function itemWriter(
 function columnsWriter(
   out: CliWriter,
   format: "table" | "csv",
-  { fields, notify }: Parameters<typeof itemWriter>[2],
+  { fields, notify, shown }: Parameters<typeof itemWriter>[2],
   record: (item: unknown) => Record<string, unknown>,
 ): ItemWriter {
   let columns: readonly string[] | undefined;
@@ -75,11 +79,11 @@ function columnsWriter(
       [...new Set(rows.flatMap((item) => Object.keys(item)))];
     if (format === "table") {
       if (rows.length === 0) return;
-      out.write(table(fixed, rows));
+      out.write(table(fixed, rows, shown));
       const layout = layOut(fixed, rows);
       write = (item) => out.write(row(layout, item));
     } else {
-      if (fixed.length > 0) csvLine(fixed);
+      if (fixed.length > 0) csvLine(fixed.map(shown));
       write = (item) => csvLine(fixed.map((column) => item[column]));
       rows.forEach(write);
     }

@@ -66,13 +66,14 @@ export function row(layout: Layout, item: Record<string, unknown>): string {
   }).join("  ").trimEnd() + "\n";
 }
 
-/** Lays rows out as a table under a header of the column names. */
+/** Lays rows out as a table under a header of the column names, each as `shown`. */
 export function table(
   columns: readonly string[],
   rows: readonly Record<string, unknown>[],
+  shown = (name: string) => name,
 ): string {
   const layout = layOut(columns, rows);
-  const header = Object.fromEntries(columns.map((column) => [column, column]));
+  const header = Object.fromEntries(columns.map((name) => [name, shown(name)]));
   return [header, ...rows].map((item) => row(layout, item)).join("");
 }
 

@@ -16,8 +16,10 @@ import {
   escapeControls,
   handedBy,
   redactable,
+  type Secret,
   secretsOf,
 } from "../core/_redact.ts";
+import { withoutSecrets } from "../core/_option_secrets.ts";
 import type { CliIo, CliWriter } from "./io.ts";
 import type { clearCache, openCache } from "./_cache.ts";
 import { UsageError } from "./_flag_values.ts";
@@ -84,22 +86,26 @@ export function readConfig(
 }
 
 /** The provider, client and cache one run shares between its steps. */
-export type Session = Readonly<ReturnType<typeof openSession>>;
+export type Session = Readonly<Awaited<ReturnType<typeof openSession>>>;
 
-/** Opens a session: a cache if allowed, and a provider that says when it waits. */
-export function openSession(
+/**
+ * Opens a session: a cache if allowed, and a provider that says when it waits. Every line it writes on standard error,
+ * and a header (`shown`) on standard output, keeps out the client secret and the tokens the run knows (`shownText`).
+ */
+export async function openSession(
   io: RunIo,
   config: PartnerApiConfig,
   flags: SessionFlags,
 ) {
-  const store = openStore(io, config, flags);
+  const shown = shownIo(io, config.clientSecret);
+  const { store, cache, cached } = await openStore(shown.io, config, flags);
   const status = { clear: () => {} };
   const clientEvents: { listener?: EventListener } = {};
   const lines: CliWriter = {
     isTerminal: io.stderr.isTerminal,
     write(text) {
       status.clear();
-      io.stderr.write(text);
+      shown.io.stderr.write(text);
     },
   };
   const send = io.fetch ?? ((input, init) => fetch(input, init));
@@ -115,6 +121,7 @@ export function openSession(
       onEvent: flags.verbose ? heard : undefined,
     }),
   });
+  shown.known.tokens = () => [cached, ...handedBy(provider)].filter(redactable);
   const client = createClient({
     environment: config.environment,
     tokenProvider: provider,
@@ -126,14 +133,10 @@ export function openSession(
     },
   });
   return {
-    io,
+    io: shown.io,
     provider,
     client,
-    /** The cache, if the run has one: its record of this client, read without a request. */
-    cache: store && {
-      record: () =>
-        store.recordFor({ ...config.environment, clientId: config.clientId }),
-    },
+    cache,
     /** Token requests this run has sent. */
     tokenRequests: watched.count,
     /** The line a command redraws on stderr (a list's progress): `lines` erase it first, so none is glued to it. */
@@ -142,29 +145,58 @@ export function openSession(
     clientEvents,
     /** The credentials and the access tokens the client sent this run: hidden where a server's answer repeats one. */
     secrets: secretsOf(client).secrets,
+    /** The access tokens the run knows: the one the cache held, and those the provider handed out. */
+    tokens: shown.known.tokens,
+    /** A line of standard output the tool makes of the caller's words (a header of --fields), as standard error's. */
+    shown: shown.shown,
   };
 }
 
 /**
- * The access tokens a failure's line must not show: those the session's provider handed out, and, with `cache`, the one
- * the cache holds for this configuration, read without a request (a flag refused before the session asked for a token
- * may echo it) from a cache folder that exists (none is made). Each as long as a secret redacted: "e" would cut words.
+ * `text` as the tool prints it: each word read by core's checker (decoded up to three times, base64, split by a `/`)
+ * for the client secret and the tokens of `hidden`, one holding a run of either shown as it shows it (a path as
+ * `/[not shown: it held a token]`); the rest as it is.
+ */
+export const shownText = (text: string, hidden: readonly Secret[]): string =>
+  text.split(/(\s+)/).map((word) => withoutSecrets(word, hidden)).join("");
+
+/** `io` whose standard error shows each line as `shown` does: the secret and the tokens `known` names (none yet). */
+function shownIo(io: RunIo, clientSecret: string) {
+  const known = { tokens: (): readonly string[] => [] };
+  // A short secret ("secret") is in the tool's own words: the library has already kept it out of the server's.
+  const secret = redactable(clientSecret)
+    ? [{ secret: clientSecret, clientId: "" }]
+    : [];
+  const shown = (text: string) =>
+    shownText(text, [...secret, ...known.tokens()]);
+  const stderr: CliWriter = {
+    get isTerminal() {
+      return io.stderr.isTerminal;
+    },
+    write: (text) => io.stderr.write(shown(text)),
+  };
+  return { io: { ...io, stderr }, shown, known };
+}
+
+/**
+ * The access tokens a failure's line must not show: those the session knows, else, with `cache`, the one the cache
+ * holds for this configuration, read without a request (a flag refused before the session asked for a token may echo
+ * it) from a cache folder that exists (none is made). Each as long as a secret redacted: "e" would cut words.
  */
 export async function knownTokens(
   run: RunIo,
   session: Session | undefined,
   cache: boolean,
-) {
+): Promise<readonly string[]> {
+  if (session || !cache) return session?.tokens() ?? [];
   const record = await Promise.resolve().then(() => {
-    if (!cache || session) return session?.cache?.record();
     const config = readConfig(run, Object.values(CONFIG_OPTIONAL_VARIABLES));
     const { clientSecret, environment, clientId } = config;
     const { store } = run.openCache?.(clientSecret, () => {}, run.now, false) ??
       {};
     return store?.recordFor({ ...environment, clientId });
   }).catch(() => undefined); // none readable: none to hide
-  const handed = session ? handedBy(session.provider) : [];
-  return [record?.token?.accessToken ?? "", ...handed].filter(redactable);
+  return [record?.token?.accessToken ?? ""].filter(redactable);
 }
 
 /** How token requests are sent: the flags, else the variables, else the service's way; a hint names what chose. */
@@ -186,9 +218,16 @@ function tokenRequestsOf(config: PartnerApiConfig, flags: SessionFlags) {
   };
 }
 
-/** The cache's store, if the flags want one and the run may have it (else the notice, once); each later problem said once. */
-function openStore(io: RunIo, config: PartnerApiConfig, flags: SessionFlags) {
-  if (!flags.cache) return undefined;
+/**
+ * The cache's store, if the flags want one and the run may have it (else the notice, once); each later problem said once.
+ * And the cache (its record of this client, read without a request), and the access token it holds.
+ */
+async function openStore(
+  io: RunIo,
+  config: PartnerApiConfig,
+  flags: SessionFlags,
+) {
+  if (!flags.cache) return { store: undefined, cache: undefined, cached: "" };
   const said = new Set<string>();
   const notify = (line: string) => {
     if (said.has(line)) return;
@@ -197,7 +236,12 @@ function openStore(io: RunIo, config: PartnerApiConfig, flags: SessionFlags) {
   };
   const opening = io.openCache?.(config.clientSecret, notify, io.now);
   if (opening?.notice !== undefined) io.stderr.write(`${opening.notice}\n`);
-  return opening?.store;
+  const store = opening?.store;
+  const whose = { ...config.environment, clientId: config.clientId };
+  const cache = store && { record: () => store.recordFor(whose) };
+  // Read before any line is written: a path or flag given may hold it (pasted from `token --show-token`).
+  const record = await cache?.record().catch(() => undefined);
+  return { store, cache, cached: record?.token?.accessToken ?? "" };
 }
 
 /** The token requests' fetch, counted; no silent wait: a line on standard error when one is a retry or slow (1.5 s). */

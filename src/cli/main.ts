@@ -2,7 +2,6 @@
 // line; and the process it runs in as a program.
 
 import { escapeControls, redact, redactable } from "../core/_redact.ts";
-import { withoutSecrets } from "../core/_option_secrets.ts";
 import { requireDeno, tried } from "../core/_check.ts";
 import { VERSION } from "../core/_version.ts";
 import { type Plan, plan } from "./_plan.ts";
@@ -15,6 +14,7 @@ import {
   readConfig,
   type RunIo,
   type Session,
+  shownText,
 } from "./_session.ts";
 import { clearCache, openCache } from "./_cache.ts";
 import { completionScript } from "./_completion.ts";
@@ -112,7 +112,7 @@ async function carryOut(
     planned.tokenBody && bodyFormat,
     planned.clientAuthentication && clientAuthentication,
   ];
-  opened.session = openSession(run, readConfig(run, flagged), planned);
+  opened.session = await openSession(run, readConfig(run, flagged), planned);
   await execute(opened.session, planned);
   return 0;
 }
@@ -138,13 +138,10 @@ function reportFailure(
     audience: read(CONFIG_VARIABLES.audience),
   };
   const secrets = Object.values(credentials).some(Boolean) ? [credentials] : [];
-  // Word by word, as the library's checker reads a text (decoded, split by a `/`, base64): the flag and rule stay.
+  // Word by word, as every line the tool prints: the flag and rule stay.
   const hidden = [...(credentials.secret ? [credentials] : []), ...tokens];
   const clean = (text: string) =>
-    escapeControls(
-      redact(text, [...secrets, ...tokens]).split(/(\s+)/)
-        .map((word) => withoutSecrets(word, hidden)).join(""),
-    );
+    escapeControls(shownText(redact(text, [...secrets, ...tokens]), hidden));
   const help = code === 2 ? ` (see ${run.helpHint ?? `${NAME} --help`})` : "";
   run.stderr.write(`${NAME}: ${clean(message)}${help}\n`);
   for (const line of verbose ? causeLines(error) : []) {

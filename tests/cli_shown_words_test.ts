@@ -1,0 +1,71 @@
+// Review r9: a run that succeeds printed the words the user gave it as given: a sync's summary named a `--to` holding
+// the cached access token (or the client secret) whole, as did a CSV header of `--fields`. Every line the CLI writes
+// from them now goes through the check its failure line uses.
+
+import { equal, ok } from "node:assert/strict";
+import { startFakePartnerApi } from "../src/testing/mod.ts";
+import { createFileTokenStore } from "../src/store/mod.ts";
+import { requestToken } from "../src/token/mod.ts";
+import { configFor, run } from "./_cli_helpers.ts";
+import { freshTarget } from "./_sync_fake.ts";
+
+/** A 64-character access token, as a service's: the run is handed it, and caches it. */
+const TOKEN =
+  "T0QwErTyUiOpAsDfGhJkLzXcVbNm0123456789QwErTyUiOpAsDfGhJkLzXcx0yz";
+
+/** Whether `text` holds a run of 12 characters of `value`, in any case. */
+function holdsRun(text: string, value: string): boolean {
+  const lower = text.toLowerCase();
+  for (let at = 0; at + 12 <= value.length; at++) {
+    if (lower.includes(value.slice(at, at + 12).toLowerCase())) return true;
+  }
+  return false;
+}
+
+/** A run against `api` handed TOKEN (the fake is sent a token of its own), its cache in a fresh folder. */
+async function setup(api: Awaited<ReturnType<typeof startFakePartnerApi>>) {
+  const real = await requestToken({ ...api.environment, ...api.credentials });
+  const fetch: typeof globalThis.fetch = (input, init) => {
+    const request = new Request(input, init);
+    if (request.url === api.environment.tokenUrl.href) {
+      const answer = { access_token: TOKEN, token_type: "Bearer" };
+      return Promise.resolve(Response.json({ ...answer, expires_in: 3600 }));
+    }
+    request.headers.set("authorization", `Bearer ${real.accessToken}`);
+    return globalThis.fetch(request);
+  };
+  await Deno.mkdir(".test-tmp", { recursive: true });
+  const folder = await Deno.makeTempDir({ dir: ".test-tmp", prefix: "cli-" });
+  const openCache = (secret: string, onNotice: (line: string) => void) => ({
+    store: createFileTokenStore({ folder, clientSecret: secret, onNotice }),
+  });
+  const extra = { fetch, openCache };
+  return (args: string[]) => run(args, configFor(api), undefined, extra);
+}
+
+Deno.test("sync CLI: a run to success into a path holding the cached token or the client secret prints neither", async (t) => {
+  await using api = await startFakePartnerApi({ items: { transactions: 3 } });
+  const cli = await setup(api);
+  equal((await cli(["token"])).code, 0); // TOKEN is cached
+  const held = { token: TOKEN, secret: api.credentials.clientSecret };
+  for (const [what, value] of Object.entries(held)) {
+    await t.step(what, async () => {
+      const target = await freshTarget("cli-shown-words", `${value}.jsonl`);
+      const result = await cli(["sync", "transactions", "--to", target, "-v"]);
+      equal(result.code, 0, result.stderr);
+      equal((await Deno.readTextFile(target)).split("\n").length, 4);
+      ok(!holdsRun(result.stdout + result.stderr, value), result.stderr);
+    });
+  }
+});
+
+Deno.test("list CLI: a CSV header of --fields holding the cached token does not print it", async () => {
+  await using api = await startFakePartnerApi({ items: { organizations: 0 } });
+  const cli = await setup(api);
+  equal((await cli(["token"])).code, 0);
+  const list = ["list", "organizations", "--format", "csv"];
+  const result = await cli([...list, "--fields", `id,${TOKEN}`]);
+  equal(result.code, 0, result.stderr);
+  ok(result.stdout.startsWith("id,"), result.stdout);
+  ok(!holdsRun(result.stdout + result.stderr, TOKEN), result.stdout);
+});
