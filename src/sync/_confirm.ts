@@ -12,8 +12,8 @@ import type { SyncKey } from "./_window.ts";
 import type { SweepCursor } from "./sink.ts";
 
 /**
- * The list requests a run may spend reading again, past its sweep budget: each row costs a window and the seek to it
- * (about 2 × log2 of the windows from the row before). Past them, the rows left go as before: unconfirmed.
+ * The list requests a run may spend reading again, past its sweep budget: each row costs about a window, placed where
+ * the copy puts it. Past them, the rows left go as before: unconfirmed.
  */
 const CONFIRM_READS = 32;
 
@@ -37,15 +37,17 @@ export async function confirmPassed<T>(
   if (copy === undefined) return;
   const descending = config.identity.sortDirection === "DESC";
   const startedAt = keyText(cursor.edge), from = requests.count;
-  let done: string | null = null, offset = 0;
+  let done: string | null = null;
   while (!timeUp()) {
     const [row] = await copy.unseen(done, startedAt, 1);
     const left = CONFIRM_READS - (requests.count - from);
     if (row === undefined || left <= 0) return;
+    // Placed where the copy puts the row (its rows gone since stand before it: a seek back mends a guess too far), not
+    // where the last read ended: sought from there, the first row cost a seek from the list's start (16 requests).
     const sweep = {
       ...cursor,
       edge: justBefore(keyOfText(row.key), descending),
-      offset,
+      offset: await copy.place(row.key),
     };
     const { seek: _, misses: __, ...at } = sweep;
     const start = sweepStart(
@@ -68,11 +70,16 @@ export async function confirmPassed<T>(
         (edge !== null && !before(descending, keyText(edge), row.key));
       return reached ? false : undefined;
     };
-    const end = await runPass(run, start, left, commit, timeUp);
+    const end = await runPass(
+      { ...run, alone: true },
+      start,
+      left,
+      commit,
+      timeUp,
+    );
     // Out of reads or time, the rows left are not confirmed; past the list's end, none is there.
     if (!reached || ended || end.state.edge === null) return;
     done = keyText(end.state.edge);
-    offset = end.state.offset;
   }
 }
 

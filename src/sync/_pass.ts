@@ -53,6 +53,8 @@ export interface PassRun<T> {
   readonly requests: { count: number };
   /** Aborted at `maxDuration`: the windows still waiting are given up, the pass stops where it stands. */
   readonly stop?: AbortSignal | undefined;
+  /** No window read ahead while one commits: a pass that most often ends at its first (reading again one row). */
+  readonly alone?: boolean;
 }
 
 /**
@@ -102,7 +104,7 @@ export async function runPass<T>(
       if (judged.window.items.length > 0) state = { ...state, misses: 0 };
       repeated = repeatsOf(repeated, flight.plan, judged.first, path);
       // A short window that is no end (a cut, or a size not known honoured): the next goes alone too.
-      if (!judged.ended && !unsure(state) && judged.full) {
+      if (!judged.ended && !unsure(state) && judged.full && !run.alone) {
         width = run.config.concurrency;
         fill(); // the service works while the sink writes
       }

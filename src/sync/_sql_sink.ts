@@ -59,8 +59,8 @@ export interface SqlDialect {
   apply(batch: SqlBatch): Answer<Applied>;
   /** The unseen rows of a key range, from the key column's index (`KeyedCopy`); rows written before it keyed first. */
   unseenBetween(...ask: Ask): Answer<UnseenRow[]>;
-  /** How many live rows the copy holds. Reads only. */
-  liveCount(): Answer<number>;
+  /** How many live rows the copy holds (`KeyedCopy`'s: before a key text in the pass's order, if given). Reads only. */
+  liveCount(...before: Parameters<KeyedCopy["liveCount"]>): Answer<number>;
   /** The ids of `ids` the copy holds as live rows. Reads only. */
   liveOf(ids: readonly string[]): Answer<string[]>;
   /** What a step's failure becomes (SQLite: one of its file, a SyncError naming it); as it is without. */
@@ -128,7 +128,7 @@ export function sqlSink<T>(
     unseenBetween: failing(async (...ask) =>
       await dialect.unseenBetween(...ask)
     ),
-    liveCount: failing(async () => await dialect.liveCount()),
+    liveCount: failing(async (...before) => await dialect.liveCount(...before)),
   };
 }
 

@@ -5,7 +5,12 @@
 import { compareKeys, firstPast, MIN_WINDOW, type SyncKey } from "./_window.ts";
 import { type RecentDeletes, tooMany } from "./_deletes.ts";
 import { tried } from "../core/_check.ts";
-import { type KeyedCopy, keyText, type UnseenRow } from "./_key_text.ts";
+import {
+  type KeyedCopy,
+  keyOfText,
+  keyText,
+  type UnseenRow,
+} from "./_key_text.ts";
 import type { SyncSink } from "./sink.ts";
 
 export type CopyRow = Readonly<{ id: string; item: unknown; seen: boolean }>;
@@ -27,6 +32,8 @@ export interface CopyReader {
   ): Promise<readonly UnseenRow[]>;
   /** A window's ids, seen: a reader of rows read once forgets them (a sink's own log tells once they commit). */
   saw(ids: readonly string[]): void;
+  /** Where the row of key text `key` stands in the copy: how many live rows come before it. */
+  place(key: string): Promise<number>;
 }
 
 /** The guard of a sweep under way: what it weighs, and the unseen rows its windows passed. */
@@ -313,6 +320,10 @@ export async function keyedReader(
       return await sink.unseenBetween(cycle, range, most, keyOf, signal);
     },
     saw: () => {},
+    async place(key) {
+      await settled();
+      return await sink.liveCount(key, descending);
+    },
   };
 }
 
@@ -323,17 +334,19 @@ export async function rowsReader(
   most: number = MAX_GUARDED_ROWS,
 ): Promise<CopyReader | undefined> {
   const unseen = new Map<string, SyncKey>();
+  const live: SyncKey[] = []; // every row's, sorted once a place is asked
   let held = 0;
   let edgeHeld = false;
   for await (const row of rows) {
     if (++held > most) return undefined;
     edgeHeld ||= row.id === edge;
+    const key = tried(() => keyOf(row.item));
+    if (key !== undefined) live.push(key);
     // A JSONL copy lists a moved item's old line, then the head's after it: one row, the last line's.
     if (row.seen) {
       if (unseen.delete(row.id)) held--;
       continue;
     }
-    const key = tried(() => keyOf(row.item));
     if (key === undefined) continue; // left to the cycle's end
     if (unseen.has(row.id)) held--;
     unseen.set(row.id, key);
@@ -362,5 +375,12 @@ export async function rowsReader(
       return Promise.resolve(found);
     },
     saw: (ids) => ids.forEach((id) => unseen.delete(id)),
+    place(text) {
+      const key = keyOfText(text);
+      const order = (a: SyncKey, b: SyncKey) => sign * compareKeys(a, b);
+      const sorted = live.sort(order); // sorted again at once: in order
+      const past = (at: number) => order(sorted[at]!, key) >= 0;
+      return Promise.resolve(firstPast(sorted.length, past));
+    },
   };
 }

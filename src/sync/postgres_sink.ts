@@ -235,10 +235,14 @@ class PostgresDialect implements kit.SqlDialect {
     };
   }
 
-  async liveCount(): Promise<number> {
+  async liveCount(before?: string, descending = false): Promise<number> {
+    const past = before === undefined
+      ? ""
+      : ` AND ${KEY} ${descending ? ">" : "<"} $1::text`;
     const sql =
-      `SELECT count(*)::text AS n FROM ${this.#table} WHERE deleted_at IS NULL`;
-    return Number((await this.#read(sql, []))[0]?.n ?? 0);
+      `SELECT count(*)::text AS n FROM ${this.#table} WHERE deleted_at IS NULL${past}`;
+    const params = before === undefined ? [] : [before];
+    return Number((await this.#read(sql, params))[0]?.n ?? 0);
   }
 
   async liveOf(ids: readonly string[]): Promise<string[]> {

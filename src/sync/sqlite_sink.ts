@@ -341,8 +341,14 @@ class SqliteDialect implements kit.SqlDialect {
     return failureOf(this.#db, this.what, this.#file, error);
   }
 
-  liveCount(): number {
-    return (this.#statements().live.get() as { n: number }).n;
+  liveCount(before?: string, descending = false): number {
+    const st = this.#statements();
+    if (before === undefined) return (st.live.get() as { n: number }).n;
+    // The keyed live rows before it, from the key's index (open bounds: "" and "2").
+    const sql =
+      `SELECT count(*) AS n FROM ${this.#table} WHERE deleted_at IS NULL AND partner_api_key > ? AND partner_api_key < ?`;
+    const bounds = descending ? [before, "2"] : ["", before];
+    return Number(this.#db.prepare(sql).get(...bounds)!.n);
   }
 
   liveOf(ids: readonly string[]): string[] {
