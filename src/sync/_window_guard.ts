@@ -334,26 +334,27 @@ export async function rowsReader(
   most: number = MAX_GUARDED_ROWS,
 ): Promise<CopyReader | undefined> {
   const unseen = new Map<string, SyncKey>();
-  const live: SyncKey[] = []; // every row's, sorted once a place is asked
+  const seen: SyncKey[] = []; // with the unseen, where a row stands (`place`)
   let held = 0;
   let edgeHeld = false;
   for await (const row of rows) {
     if (++held > most) return undefined;
     edgeHeld ||= row.id === edge;
     const key = tried(() => keyOf(row.item));
-    if (key !== undefined) live.push(key);
     // A JSONL copy lists a moved item's old line, then the head's after it: one row, the last line's.
     if (row.seen) {
       if (unseen.delete(row.id)) held--;
+      if (key !== undefined) seen.push(key);
       continue;
     }
     if (key === undefined) continue; // left to the cycle's end
     if (unseen.has(row.id)) held--;
     unseen.set(row.id, key);
   }
-  const sign = descending ? -1 : 1;
+  const byOrder = (a: SyncKey, b: SyncKey) =>
+    (descending ? -1 : 1) * compareKeys(a, b);
   // Keyed as text only where a window reads (200,000 texts at once cost a run's start 0.5 s).
-  const order = [...unseen].sort(([, a], [, b]) => sign * compareKeys(a, b));
+  const order = [...unseen].sort(([, a], [, b]) => byOrder(a, b));
   const textAt = (at: number) => keyText(order[at]![1]);
   return {
     held,
@@ -376,11 +377,13 @@ export async function rowsReader(
     },
     saw: (ids) => ids.forEach((id) => unseen.delete(id)),
     place(text) {
-      const key = keyOfText(text);
-      const order = (a: SyncKey, b: SyncKey) => sign * compareKeys(a, b);
-      const sorted = live.sort(order); // sorted again at once: in order
-      const past = (at: number) => order(sorted[at]!, key) >= 0;
-      return Promise.resolve(firstPast(sorted.length, past));
+      const key = keyOfText(text), sorted = seen.sort(byOrder); // once: in order after
+      const ahead = (n: number, keyAt: (at: number) => SyncKey) =>
+        firstPast(n, (at) => byOrder(keyAt(at), key) >= 0);
+      const unseenAhead = ahead(order.length, (at) => order[at]![1]);
+      return Promise.resolve(
+        ahead(sorted.length, (at) => sorted[at]!) + unseenAhead,
+      );
     },
   };
 }
