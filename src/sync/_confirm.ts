@@ -12,8 +12,8 @@ import type { SyncKey } from "./_window.ts";
 import type { SweepCursor } from "./sink.ts";
 
 /**
- * The list requests a run may spend reading again, past its sweep budget: each row costs about a window, placed where
- * the copy puts it. Past them, the rows left go as before: unconfirmed.
+ * The list requests a run may spend reading again, past its sweep budget: each row costs about a window, placed by the
+ * copy's rows between it and the read before. Past them, the rows left go as before: unconfirmed.
  */
 const CONFIRM_READS = 32;
 
@@ -37,17 +37,18 @@ export async function confirmPassed<T>(
   if (copy === undefined) return;
   const descending = config.identity.sortDirection === "DESC";
   const startedAt = keyText(cursor.edge), from = requests.count;
-  let done: string | null = null;
+  // Past `done`, where the last read ended, the list's next item stands at `standing`.
+  let done: string | null = null, standing = 0;
   while (!timeUp()) {
     const [row] = await copy.unseen(done, startedAt, 1);
     const left = CONFIRM_READS - (requests.count - from);
     if (row === undefined || left <= 0) return;
-    // Placed where the copy puts the row (its rows gone since stand before it: a seek back mends a guess too far), not
-    // where the last read ended: sought from there, the first row cost a seek from the list's start (16 requests).
+    // Placed past `standing` by the copy's rows between (the list held them when the cycle saw them; none is unseen:
+    // this row is the first), not at `standing`: a seek from there cost the first row 16 requests from the list's start.
     const sweep = {
       ...cursor,
       edge: justBefore(keyOfText(row.key), descending),
-      offset: await copy.place(row.key),
+      offset: standing + await copy.place(done, row.key),
     };
     const { seek: _, misses: __, ...at } = sweep;
     const start = sweepStart(
@@ -80,6 +81,7 @@ export async function confirmPassed<T>(
     // Out of reads or time, the rows left are not confirmed; past the list's end, none is there.
     if (!reached || ended || end.state.edge === null) return;
     done = keyText(end.state.edge);
+    standing = end.state.offset;
   }
 }
 

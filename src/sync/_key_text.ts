@@ -28,8 +28,8 @@ export interface KeyedCopy {
     keyOf: (item: unknown) => SyncKey,
     signal?: AbortSignal,
   ): Promise<UnseenRow[]>;
-  /** How many live rows the copy holds (with a key before `before`'s in the pass's order, when given). Reads only. */
-  liveCount(before?: string, descending?: boolean): Promise<number>;
+  /** How many live rows the copy holds (with a key in `range`, when given). Reads only. */
+  liveCount(range?: KeyRange): Promise<number>;
 }
 
 /** Whether `sink` reads its unseen rows by key range (the SQL sinks whose dialect keys its rows). */

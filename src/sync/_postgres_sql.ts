@@ -151,20 +151,26 @@ export function unseenSql(
   table: string,
   target: string,
   cycle: number,
-  { after, upTo, descending }: KeyRange,
+  range: KeyRange,
   most: number,
 ): { sql: string; params: string[] } {
   const params = [`${cycle}`, `${Math.floor(Math.min(most, 2 ** 53))}`, target];
+  const sql =
+    `SELECT id, ${KEY} AS key FROM ${table} t WHERE deleted_at IS NULL AND ${KEY} IS NOT NULL
+  AND ${unseenIn("t", "$3::text", "$1::text::bigint")}${inRange(range, params)}
+  ORDER BY ${KEY}${range.descending ? " DESC" : ""} LIMIT $2::text::bigint`;
+  return { sql, params };
+}
+
+/** The conditions that keep a row's key in `range`: each bound given a parameter (pushed on `params`), for the index. */
+export function inRange(
+  { after, upTo, descending }: KeyRange,
+  params: string[],
+): string {
   const bound = (op: string, key: string | null) =>
     key === null ? "" : ` AND ${KEY} ${op} $${params.push(key)}::text`;
   const [past, within] = descending ? ["<", ">="] : [">", "<="];
-  const sql =
-    `SELECT id, ${KEY} AS key FROM ${table} t WHERE deleted_at IS NULL AND ${KEY} IS NOT NULL
-  AND ${unseenIn("t", "$3::text", "$1::text::bigint")}${bound(past, after)}${
-      bound(within, upTo)
-    }
-  ORDER BY ${KEY}${descending ? " DESC" : ""} LIMIT $2::text::bigint`;
-  return { sql, params };
+  return `${bound(past, after)}${bound(within, upTo)}`;
 }
 
 /**

@@ -12,7 +12,12 @@ import {
   waitForLock,
 } from "./_lease.ts";
 import { sinkMismatch } from "./sync_error.ts";
-import { type KeyedCopy, storedKey, type UnseenRow } from "./_key_text.ts";
+import {
+  type KeyedCopy,
+  type KeyRange,
+  storedKey,
+  type UnseenRow,
+} from "./_key_text.ts";
 
 /** The checkpoints of every synced table, next to them. */
 export const CHECKPOINT_TABLE = "partner_api_sync";
@@ -59,8 +64,8 @@ export interface SqlDialect {
   apply(batch: SqlBatch): Answer<Applied>;
   /** The unseen rows of a key range, from the key column's index (`KeyedCopy`); rows written before it keyed first. */
   unseenBetween(...ask: Ask): Answer<UnseenRow[]>;
-  /** How many live rows the copy holds (`KeyedCopy`'s: before a key text in the pass's order, if given). Reads only. */
-  liveCount(...before: Parameters<KeyedCopy["liveCount"]>): Answer<number>;
+  /** How many live rows the copy holds (with a key in `range`, if given: `KeyedCopy`'s). Reads only. */
+  liveCount(range?: KeyRange): Answer<number>;
   /** The ids of `ids` the copy holds as live rows. Reads only. */
   liveOf(ids: readonly string[]): Answer<string[]>;
   /** What a step's failure becomes (SQLite: one of its file, a SyncError naming it); as it is without. */
@@ -128,7 +133,7 @@ export function sqlSink<T>(
     unseenBetween: failing(async (...ask) =>
       await dialect.unseenBetween(...ask)
     ),
-    liveCount: failing(async (...before) => await dialect.liveCount(...before)),
+    liveCount: failing(async (range) => await dialect.liveCount(range)),
   };
 }
 

@@ -3,7 +3,7 @@
 
 import type { DatabaseSync } from "node:sqlite";
 import { setImmediate } from "node:timers";
-import { storedKey, type UnseenRow } from "./_key_text.ts";
+import { type KeyRange, storedKey, type UnseenRow } from "./_key_text.ts";
 import type { Commits } from "./_sqlite_commits.ts";
 import {
   type Ask,
@@ -59,13 +59,14 @@ export function keyedCopy(db: DatabaseSync, table: string, target: string) {
     ...[cycle, range, most, keyOf, signal]: Ask
   ): Promise<UnseenRow[]> => {
     await keys.get(commits, keyOf, signal);
-    // Open bounds: "" and "2", past every key ("0" a number's, "1" a string's).
-    const { after, upTo, descending } = range;
-    const bounds = descending
-      ? [after ?? "2", upTo ?? ""]
-      : [after ?? "", upTo ?? "2"];
     const limit = Number.isFinite(most) ? most : -1;
-    const rows = (descending ? down : up).all(target, cycle, ...bounds, limit);
+    const read = range.descending ? down : up;
+    const rows = read.all(target, cycle, ...boundsOf(range), limit);
     return rows.map((row) => ({ id: `${row.id}`, key: `${row.key}` }));
   };
+}
+
+/** A range's bounds, in the pass's order: open ones "" and "2", past every key ("0" a number's, "1" a string's). */
+export function boundsOf({ after, upTo, descending }: KeyRange): string[] {
+  return descending ? [after ?? "2", upTo ?? ""] : [after ?? "", upTo ?? "2"];
 }

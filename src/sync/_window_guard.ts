@@ -32,8 +32,8 @@ export interface CopyReader {
   ): Promise<readonly UnseenRow[]>;
   /** A window's ids, seen: a reader of rows read once forgets them (a sink's own log tells once they commit). */
   saw(ids: readonly string[]): void;
-  /** Where the row of key text `key` stands in the copy: how many live rows come before it. */
-  place(key: string): Promise<number>;
+  /** How many live rows lie after key text `after` (null: from the start) and before the row of `key`, in the pass's order. */
+  place(after: string | null, key: string): Promise<number>;
 }
 
 /** The guard of a sweep under way: what it weighs, and the unseen rows its windows passed. */
@@ -320,9 +320,9 @@ export async function keyedReader(
       return await sink.unseenBetween(cycle, range, most, keyOf, signal);
     },
     saw: () => {},
-    async place(key) {
-      await settled();
-      return await sink.liveCount(key, descending);
+    async place(after, key) {
+      await settled(); // the row of `key` is live: counted with them
+      return await sink.liveCount({ after, upTo: key, descending }) - 1;
     },
   };
 }
@@ -376,14 +376,14 @@ export async function rowsReader(
       return Promise.resolve(found);
     },
     saw: (ids) => ids.forEach((id) => unseen.delete(id)),
-    place(text) {
-      const key = keyOfText(text), sorted = seen.sort(byOrder); // once: in order after
-      const ahead = (n: number, keyAt: (at: number) => SyncKey) =>
-        firstPast(n, (at) => byOrder(keyAt(at), key) >= 0);
-      const unseenAhead = ahead(order.length, (at) => order[at]![1]);
-      return Promise.resolve(
-        ahead(sorted.length, (at) => sorted[at]!) + unseenAhead,
-      );
+    place(after, text) {
+      const sorted = seen.sort(byOrder); // once: in order after
+      // Rows up to `key`, of the seen and of the (first) unseen.
+      const upTo = (key: SyncKey) =>
+        firstPast(sorted.length, (at) => byOrder(sorted[at]!, key) > 0) +
+        firstPast(order.length, (at) => byOrder(order[at]![1], key) > 0);
+      const from = after === null ? 0 : upTo(keyOfText(after));
+      return Promise.resolve(upTo(keyOfText(text)) - from - 1);
     },
   };
 }

@@ -13,6 +13,7 @@ import {
   copySql,
   createChangesSql,
   createSql,
+  inRange,
   KEY,
   keySql,
   LEASE_SQL,
@@ -21,7 +22,7 @@ import {
   unkeyedSql,
   unseenSql,
 } from "./_postgres_sql.ts";
-import { storedKey } from "./_key_text.ts";
+import { type KeyRange, storedKey } from "./_key_text.ts";
 import { writeStatement } from "./_postgres_write.ts";
 import { sinkMismatch } from "./sync_error.ts";
 
@@ -235,13 +236,13 @@ class PostgresDialect implements kit.SqlDialect {
     };
   }
 
-  async liveCount(before?: string, descending = false): Promise<number> {
-    const past = before === undefined
-      ? ""
-      : ` AND ${KEY} ${descending ? ">" : "<"} $1::text`;
+  async liveCount(range?: KeyRange): Promise<number> {
+    const params: string[] = [];
+    const within = range && ` AND ${KEY} IS NOT NULL${inRange(range, params)}`;
     const sql =
-      `SELECT count(*)::text AS n FROM ${this.#table} WHERE deleted_at IS NULL${past}`;
-    const params = before === undefined ? [] : [before];
+      `SELECT count(*)::text AS n FROM ${this.#table} WHERE deleted_at IS NULL${
+        within ?? ""
+      }`;
     return Number((await this.#read(sql, params))[0]?.n ?? 0);
   }
 

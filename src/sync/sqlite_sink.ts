@@ -31,7 +31,8 @@ import {
   type Statements,
   statements,
 } from "./_sqlite_sql.ts";
-import { keyedCopy } from "./_sqlite_keys.ts";
+import { boundsOf, keyedCopy } from "./_sqlite_keys.ts";
+import type { KeyRange } from "./_key_text.ts";
 import {
   BUSY_STEP,
   Commits,
@@ -341,14 +342,14 @@ class SqliteDialect implements kit.SqlDialect {
     return failureOf(this.#db, this.what, this.#file, error);
   }
 
-  liveCount(before?: string, descending = false): number {
+  liveCount(range?: KeyRange): number {
     const st = this.#statements();
-    if (before === undefined) return (st.live.get() as { n: number }).n;
-    // The keyed live rows before it, from the key's index (open bounds: "" and "2").
+    if (range === undefined) return (st.live.get() as { n: number }).n;
+    // The keyed live rows in it, from the key's index.
+    const [past, within] = range.descending ? ["<", ">="] : [">", "<="];
     const sql =
-      `SELECT count(*) AS n FROM ${this.#table} WHERE deleted_at IS NULL AND partner_api_key > ? AND partner_api_key < ?`;
-    const bounds = descending ? [before, "2"] : ["", before];
-    return Number(this.#db.prepare(sql).get(...bounds)!.n);
+      `SELECT count(*) AS n FROM ${this.#table} WHERE deleted_at IS NULL AND partner_api_key ${past} ? AND partner_api_key ${within} ?`;
+    return Number(this.#db.prepare(sql).get(...boundsOf(range))!.n);
   }
 
   liveOf(ids: readonly string[]): string[] {
