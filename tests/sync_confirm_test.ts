@@ -10,12 +10,16 @@ import {
   syncList,
   type SyncSink,
 } from "../src/sync/mod.ts";
-import { freshTarget, inProcess } from "./_sync_fake.ts";
+import { freshTarget, inProcess, listOf, things } from "./_sync_fake.ts";
 
 type Row = Record<string, string | number>;
 
-/** A copy of 300 transactions, sink `kind`: how to open it, and which ids it holds live. */
-async function copyOf(kind: "sqlite" | "jsonl", name: string) {
+/** A copy (of transactions, or the list whose id field is `idField`), sink `kind`: how to open it, which ids it holds live. */
+async function copyOf(
+  kind: "sqlite" | "jsonl",
+  name: string,
+  idField = "transactionID",
+) {
   const path = await freshTarget(
     "sync-confirm",
     `${name}.${kind === "sqlite" ? "db" : "jsonl"}`,
@@ -29,7 +33,7 @@ async function copyOf(kind: "sqlite" | "jsonl", name: string) {
       const text = await Deno.readTextFile(path);
       return new Set(
         text.split("\n").filter(Boolean).map((line) =>
-          JSON.parse(line).transactionID as string
+          JSON.parse(line)[idField] as string
         ),
       );
     }
@@ -161,8 +165,8 @@ for (const kind of ["sqlite", "jsonl"] as const) {
 }
 
 for (const kind of ["sqlite", "jsonl"] as const) {
-  for (const purged of [0, 300]) {
-    Deno.test(`${kind}, ${purged} items purged at the list's start: ten items back, far apart, each read again where the copy places it past the read before: none removed, about one request each (each was sought from where the last read ended, the first from the list's start: 33 requests past the sweep's, 6 of 10 removed on 10,000 items read 100 at a time; then placed by the copy's count alone, 6 of 10 removed once 300 it still counts were purged: attack r155 F1)`, async () => {
+  for (const purged of [0, 300, "between"] as const) {
+    Deno.test(`${kind}, ${purged} items purged (at the list's start, or 40 just before each): ten items back, far apart, each read again where the copy places it past the read before: none removed, about one request each (each was sought from where the last read ended, the first from the list's start: 33 requests past the sweep's, 6 of 10 removed on 10,000 items read 100 at a time; then placed by the copy's count alone, 6 of 10 removed once 300 it still counts were purged: attack r155 F1; 1 of 10 once 40 were purged just before each, 3 of 10 with 120 on 6,000 items: r156 G2)`, async () => {
       const fake = inProcess({ items: { transactions: 2000 } });
       const copy = await copyOf(kind, `far-apart-${purged}`);
       const run = async (sweep: number) => {
@@ -196,7 +200,10 @@ for (const kind of ["sqlite", "jsonl"] as const) {
         // before: the copy counts them before the items back until the next cycle.
         if (!restored && result.sweepLeft <= 1) {
           for (const item of back) fake.service.insert("transactions", item);
-          for (const item of items.slice(0, purged)) {
+          const gone = purged === "between"
+            ? back.flatMap((_, k) => items.slice(360 + 150 * k, 400 + 150 * k))
+            : items.slice(0, purged);
+          for (const item of gone) {
             fake.service.remove("transactions", String(item.transactionID));
           }
           restored = true;
@@ -215,4 +222,48 @@ for (const kind of ["sqlite", "jsonl"] as const) {
       fake.service.close();
     });
   }
+}
+
+for (const kind of ["sqlite", "jsonl"] as const) {
+  Deno.test(`${kind}: ties wider than a window (500 items of each sort value): ten items back, each read again from just before its own id, not before its sort value's first item: none removed, about one request each (attack r156 G1: each was sought back to its ties, 6 of 10 removed in 34 requests)`, async () => {
+    const all = things(2000).map((thing, i) => ({
+      ...thing,
+      group: Math.floor(i / 500),
+    }));
+    const gone = new Set<string>();
+    const list = listOf(() => all.filter((item) => !gone.has(item.thingID)));
+    const copy = await copyOf(kind, "ties", "thingID");
+    const run = async (sweep: number) => {
+      const sink = copy.open();
+      try {
+        return await syncList(list.client, "things", {
+          id: "thingID",
+          sortBy: "group",
+          maxLimit: 50,
+          sink,
+          sweep,
+          changes: copy.changes,
+        });
+      } finally {
+        sink[Symbol.dispose]?.();
+      }
+    };
+    const first = await run(Infinity);
+    const ids = Array.from(
+      { length: 10 },
+      (_, k) => all[100 + 190 * k]!.thingID,
+    );
+    for (const id of ids) gone.add(id);
+    let ending;
+    for (let runs = 0; runs < 60 && ending === undefined; runs++) {
+      const result = await run(1);
+      if (result.verifiedAt !== first.verifiedAt) ending = result;
+      if (result.sweepLeft <= 1) gone.clear(); // back before the run that ends the cycle
+    }
+    ok(ending !== undefined && gone.size === 0);
+    const held = await copy.held();
+    equal(ids.filter((id) => !held.has(id)).length, 0);
+    equal(copy.deletes().length, 0);
+    ok(ending.requests <= 2 + ids.length + 3, `${ending.requests} requests`);
+  });
 }

@@ -44,15 +44,17 @@ export async function confirmPassed<T>(
     const left = CONFIRM_READS - (requests.count - from);
     if (row === undefined || left <= 0) return;
     // Placed past `standing` by the copy's rows between (the list held them when the cycle saw them; none is unseen:
-    // this row is the first), not at `standing`: a seek from there cost the first row 16 requests from the list's start.
+    // this row is the first), not at `standing`: sought from there, the first row cost 16 requests from the list's start.
+    const { seek: _, misses: __, ...rest } = cursor;
     const sweep = {
-      ...cursor,
+      ...rest,
       edge: justBefore(keyOfText(row.key), descending),
       offset: standing + await copy.place(done, row.key),
+      // The row is past `standing`: a guess too far (rows gone since between) is sought back to it, halving (r156 G2).
+      seek: { low: standing, probes: 1 },
     };
-    const { seek: _, misses: __, ...at } = sweep;
     const start = sweepStart(
-      { ...committer.latest, sweep: at },
+      { ...committer.latest, sweep },
       config,
       { now: config.now(), fresh: false },
     )!.state;
@@ -85,9 +87,15 @@ export async function confirmPassed<T>(
   }
 }
 
-/** A key just before `key` in the pass's order, which no item has: a pass standing there reads `key` next. */
-function justBefore(key: SyncKey, descending: boolean): SyncKey {
-  return { value: key.value, id: descending ? `${key.id}\u0000` : "" };
+/**
+ * A key just before `key` in the pass's order: a pass standing there reads `key` next (ascending, an id between is
+ * read again too). Not before the whole sort value: past a window of ties, every row was sought back to them (r156 G1).
+ */
+function justBefore({ value, id }: SyncKey, descending: boolean): SyncKey {
+  if (descending) return { value, id: `${id}\u0000` };
+  const last = id.charCodeAt(id.length - 1); // an id is never empty
+  const unit = last > 0 ? String.fromCharCode(last - 1) + "\uffff" : "";
+  return { value, id: id.slice(0, -1) + unit };
 }
 
 /** Whether key text `a` comes before `b` in the pass's order. */
