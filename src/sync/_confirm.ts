@@ -39,18 +39,17 @@ export async function confirmPassed<T>(
   const startedAt = keyText(cursor.edge), from = requests.count;
   // Past `done`, where the last read ended, the list's next item stands at `standing`.
   let done: string | null = null, standing = 0;
+  const { seek: _, misses: __, ...rest } = cursor;
   while (!timeUp()) {
     const [row] = await copy.unseen(done, startedAt, 1);
     const left = CONFIRM_READS - (requests.count - from);
     if (row === undefined || left <= 0) return;
-    // Placed past `standing` by the copy's rows between (the list held them when the cycle saw them; none is unseen:
-    // this row is the first), not at `standing`: sought from there, the first row cost 16 requests from the list's start.
-    const { seek: _, misses: __, ...rest } = cursor;
+    // Placed past `standing` by the copy's rows between (the list held them when the cycle saw them; none is unseen),
+    // not at it (the first row cost 16 requests); a guess too far is sought back no further than it (r156 G2).
     const sweep = {
       ...rest,
       edge: justBefore(keyOfText(row.key), descending),
       offset: standing + await copy.place(done, row.key),
-      // The row is past `standing`: a guess too far (rows gone since between) is sought back to it, halving (r156 G2).
       seek: { low: standing, probes: 1 },
     };
     const start = sweepStart(
