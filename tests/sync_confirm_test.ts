@@ -267,3 +267,64 @@ for (const kind of ["sqlite", "jsonl"] as const) {
     ok(ending.requests <= 2 + ids.length + 3, `${ending.requests} requests`);
   });
 }
+
+/** A copy of 3,000 things (sink `kind`) read 50 at a time, and 50 of them missing from the list, 58 apart. */
+async function fiftyFarApart(kind: "sqlite" | "jsonl", name: string) {
+  const all = things(3000);
+  const ids = Array.from({ length: 50 }, (_, k) => all[100 + 58 * k]!.thingID);
+  const gone = new Set<string>();
+  const list = listOf(() => all.filter((item) => !gone.has(item.thingID)));
+  const copy = await copyOf(kind, name, "thingID");
+  const run = async (sweep: number) => {
+    const sink = copy.open();
+    try {
+      return await syncList(list.client, "things", {
+        id: "thingID",
+        maxLimit: 50,
+        sink,
+        sweep,
+        changes: copy.changes,
+      });
+    } finally {
+      sink[Symbol.dispose]?.();
+    }
+  };
+  const first = await run(Infinity);
+  for (const id of ids) gone.add(id);
+  return { ids, gone, copy, run, first };
+}
+
+for (const kind of ["sqlite", "jsonl"] as const) {
+  Deno.test(`${kind}: fifty items back, far apart, more than the run ending the cycle may read again: those it could not read stay, none removed (past its 32 reads they were removed unread: 18 of 50, attack r154 F2)`, async () => {
+    const { ids, gone, copy, run, first } = await fiftyFarApart(kind, "back");
+    let ending;
+    for (let runs = 0; runs < 30 && ending === undefined; runs++) {
+      const result = await run(5);
+      if (result.verifiedAt !== first.verifiedAt) ending = result;
+      if (result.sweepLeft <= 5) gone.clear(); // back before the run that ends the cycle
+    }
+    ok(ending !== undefined && gone.size === 0);
+    const held = await copy.held();
+    equal(ids.filter((id) => !held.has(id)).length, 0);
+    equal(ending.deleted, 0);
+    equal(copy.deletes().length, 0);
+    ok(ending.requests <= 2 + 5 + 32 + 2, `${ending.requests} requests`);
+  });
+
+  Deno.test(`${kind}: fifty items deleted, far apart: the rows the run ending a cycle could not read again go with a later cycle's end, each once, and nothing else`, async () => {
+    const { ids, copy, run, first } = await fiftyFarApart(kind, "deleted");
+    let cycles = 0, deleted = 0, verifiedAt = first.verifiedAt;
+    for (let runs = 0; runs < 60 && deleted < ids.length; runs++) {
+      const result = await run(5);
+      deleted += result.deleted;
+      if (result.verifiedAt !== verifiedAt) cycles++;
+      verifiedAt = result.verifiedAt;
+    }
+    equal(deleted, ids.length);
+    ok(cycles <= Math.ceil(ids.length / 32) + 1, `${cycles} cycles`);
+    const held = await copy.held();
+    equal(held.size, 3000 - ids.length);
+    equal(ids.filter((id) => held.has(id)).length, 0);
+    if (copy.changes) equal(copy.deletes().length, ids.length);
+  });
+}

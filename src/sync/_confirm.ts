@@ -13,9 +13,12 @@ import type { SweepCursor } from "./sink.ts";
 
 /**
  * The list requests a run may spend reading again, past its sweep budget: each row costs about a window, placed by the
- * copy's rows between it and the read before. Past them, the rows left go as before: unconfirmed.
+ * copy's rows between it and the read before. Past them, the rows left stay, unconfirmed (`keptRows`).
  */
 const CONFIRM_READS = 32;
+
+/** Rows left unconfirmed read from the copy at a time. */
+const KEPT_AT_A_TIME = 10_000;
 
 /** What confirming needs of the run. */
 type ConfirmRun<T> = PassRun<T> & { readonly committer: Committer<T> };
@@ -23,40 +26,33 @@ type ConfirmRun<T> = PassRun<T> & { readonly committer: Committer<T> };
 /**
  * Reads again, before the cycle of `cursor` (this run's sweep began there) ends, the rows of the copy the cycle has not
  * seen that lie before `cursor.edge`, where earlier runs passed them: each seen now (and its window's rows) is
- * committed, and leaves `guard`'s count. Stops at `timeUp` or CONFIRM_READS requests.
+ * committed, and leaves `guard`'s count. Stops at `timeUp` or CONFIRM_READS requests: the ids of the rows left unread,
+ * which the cycle's end keeps (`SyncWriteContext.kept`).
  */
 export async function confirmPassed<T>(
   run: ConfirmRun<T>,
   cursor: SweepCursor,
   guard: WindowGuard | undefined,
   timeUp: () => boolean,
-): Promise<void> {
+): Promise<readonly string[]> {
   const { config, committer, requests } = run;
-  if (cursor.edge === null) return; // no window of an earlier run committed
+  if (cursor.edge === null) return []; // no window of an earlier run committed
   const copy = guard?.copy ?? await copyReader(run, cursor);
-  if (copy === undefined) return;
+  if (copy === undefined) return [];
   const descending = config.identity.sortDirection === "DESC";
   const startedAt = keyText(cursor.edge), from = requests.count;
   // Past `done`, where the last read ended, the list's next item stands at `standing`.
   let done: string | null = null, standing = 0;
-  const { seek: _, misses: __, ...rest } = cursor;
-  while (!timeUp()) {
+  for (;;) {
     const [row] = await copy.unseen(done, startedAt, 1);
     const left = CONFIRM_READS - (requests.count - from);
-    if (row === undefined || left <= 0) return;
-    // Placed past `standing` by the copy's rows between (the list held them when the cycle saw them; none is unseen),
-    // not at it (the first row cost 16 requests); a guess too far is sought back no further than it (r156 G2).
-    const sweep = {
-      ...rest,
-      edge: justBefore(keyOfText(row.key), descending),
-      offset: standing + await copy.place(done, row.key),
-      seek: { low: standing, probes: 1 },
-    };
-    const start = sweepStart(
-      { ...committer.latest, sweep },
-      config,
-      { now: config.now(), fresh: false },
-    )!.state;
+    if (row === undefined) return [];
+    if (left <= 0 || timeUp()) break;
+    const start = await readFrom(run, cursor, row.key, {
+      done,
+      standing,
+      copy,
+    });
     let reached = false, ended = false;
     const commit = async (window: Committed<T>) => {
       committer.tally.read += window.items.length;
@@ -72,18 +68,41 @@ export async function confirmPassed<T>(
         (edge !== null && !before(descending, keyText(edge), row.key));
       return reached ? false : undefined;
     };
-    const end = await runPass(
-      { ...run, alone: true },
-      start,
-      left,
-      commit,
-      timeUp,
-    );
-    // Out of reads or time, the rows left are not confirmed; past the list's end, none is there.
-    if (!reached || ended || end.state.edge === null) return;
+    const alone = { ...run, alone: true };
+    const end = await runPass(alone, start, left, commit, timeUp);
+    if (ended || end.state.edge === null) return []; // past the list's end, none is there
+    if (!reached) break;
     done = keyText(end.state.edge);
     standing = end.state.offset;
   }
+  // Out of reads or time: the rows left are not confirmed.
+  return await keptRows(copy, guard, done, startedAt);
+}
+
+/**
+ * Where the read of the row at key text `key` starts: placed past `standing` by the copy's rows between (the list held
+ * them when the cycle saw them; none is unseen), not at it (the first row cost 16 requests); a guess too far is sought
+ * back no further than it (r156 G2).
+ */
+async function readFrom<T>(
+  { config, committer }: ConfirmRun<T>,
+  { seek: _, misses: __, ...cursor }: SweepCursor,
+  key: string,
+  { done, standing, copy }: {
+    done: string | null;
+    standing: number;
+    copy: CopyReader;
+  },
+) {
+  const descending = config.identity.sortDirection === "DESC";
+  const sweep = {
+    ...cursor,
+    edge: justBefore(keyOfText(key), descending),
+    offset: standing + await copy.place(done, key),
+    seek: { low: standing, probes: 1 },
+  };
+  const at = { now: config.now(), fresh: false };
+  return sweepStart({ ...committer.latest, sweep }, config, at)!.state;
 }
 
 /**
@@ -100,6 +119,28 @@ function justBefore({ value, id }: SyncKey, descending: boolean): SyncKey {
 /** Whether key text `a` comes before `b` in the pass's order. */
 function before(descending: boolean, a: string, b: string): boolean {
   return descending ? a > b : a < b;
+}
+
+/**
+ * The unseen rows after `done` up to `upTo`, left unconfirmed: the cycle keeps them, and counts them no more. Removed
+ * unread, an item back among them was removed though it existed throughout the run (18 of 50 far apart, r154 F2); one
+ * the list lost is seen missing by the next cycle, and its end reads again where it stood.
+ */
+async function keptRows(
+  copy: CopyReader,
+  guard: WindowGuard | undefined,
+  done: string | null,
+  upTo: string,
+): Promise<readonly string[]> {
+  const kept: string[] = [];
+  for (let after = done;;) {
+    const rows = await copy.unseen(after, upTo, KEPT_AT_A_TIME);
+    kept.push(...rows.map((row) => row.id));
+    if (rows.length < KEPT_AT_A_TIME) break;
+    after = rows.at(-1)!.key;
+  }
+  seen(copy, guard, kept);
+  return kept;
 }
 
 /** `ids` seen: the reader forgets them, and the guard counts them no more. */

@@ -53,19 +53,26 @@ export function cycleEnd<T>(
   return { at, now, before, confirmed, checkpoint, endsCycle };
 }
 
-/** Commits cycle `cursor`'s end at `state`: with its last window, or alone once a spread cycle read again what it passed. */
+/**
+ * Commits cycle `cursor`'s end at `state`: with its last window, or alone once a spread cycle read again what it passed
+ * (`kept`: the rows those reads left unconfirmed).
+ */
 export async function commitEnd<T>(
   run: CycleRun<T>,
   guard: WindowGuard | undefined,
   cursor: SweepCursor,
   state: WindowState,
   refusal: SyncCheckpoint["refused"],
+  kept: readonly string[],
   window?: Committed<T>,
 ) {
   const at = afterSweepWindow(run.committer.latest, cursor, state, true);
   const ending = cycleEnd(run, guard, at, refusal);
-  const { endsCycle } = ending;
-  await run.committer.commit("sweep", ending.checkpoint, window, { endsCycle });
+  const more = {
+    endsCycle: ending.endsCycle,
+    ...(kept.length ? { kept } : {}),
+  };
+  await run.committer.commit("sweep", ending.checkpoint, window, more);
   return ending;
 }
 

@@ -200,13 +200,14 @@ function judgeCopy(
 
 /**
  * The batch as the table holds it: each id once (its last); an id or text it cannot hold skipped, not stopping runs.
- * A skipped item is still in the list: its row, if any (`kept`), stays as it was, seen, never removed or marked.
+ * A skipped item is still in the list: its row, if any (`kept`), stays as it was, seen, never removed or marked, as do
+ * the rows the cycle's end keeps (`context.kept`).
  */
 export function storable(
   items: readonly unknown[],
   ids: readonly string[],
   dialect: Pick<SqlDialect, "text" | "holds">,
-  context?: Pick<SyncWriteContext, "keyOf">,
+  context?: Pick<SyncWriteContext, "keyOf" | "kept">,
 ): { rows: Rows; skipped: string[]; kept: string[] } {
   const at = new Map(ids.map((id, i) => [id, i])); // an id's last place
   const written: string[] = [], texts: string[] = [], skipped: string[] = [];
@@ -224,6 +225,7 @@ export function storable(
     keys.push(context?.keyOf ? storedKey(context.keyOf, items[i]) : null);
   }
   const kept = skipped.filter((id) => id.isWellFormed() && dialect.holds(id));
+  kept.push(...context?.kept ?? []);
   return { rows: { ids: written, texts, keys }, skipped, kept };
 }
 

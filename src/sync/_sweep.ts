@@ -57,9 +57,9 @@ export async function sweep<T>(
   if (sweeping.lost) return await beginAfresh(run);
   let { ending } = sweeping;
   if (sweeping.endedAt !== undefined) {
-    await confirmPassed(run, cursor, guard, timeUp);
+    const kept = await confirmPassed(run, cursor, guard, timeUp);
     const at = sweeping.endedAt;
-    ending = await commitEnd(run, guard, cursor, at, sweeping.refusal);
+    ending = await commitEnd(run, guard, cursor, at, sweeping.refusal, kept);
   }
   // Ended, the window that ended it committed (`ending`): one refused or lost returned above.
   if (ending !== undefined) return await endCycle(run, cursor.cycle, ending);
@@ -120,7 +120,15 @@ class Sweeping<T> {
     }
     if (ended && !this.spread) {
       const { refusal } = this;
-      this.ending = await commitEnd(run, guard, cursor, state, refusal, window);
+      this.ending = await commitEnd(
+        run,
+        guard,
+        cursor,
+        state,
+        refusal,
+        [],
+        window,
+      );
       return;
     }
     const at = afterSweepWindow(committer.latest, cursor, state, false);

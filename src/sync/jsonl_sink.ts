@@ -291,7 +291,7 @@ class JsonlCopy {
     const { copy, rewrite: rewritePath } = this.#files;
     const now = await this.#ready();
     const keyOf = context?.keyOf;
-    const batch = { ...itemLines(items, ids, keyOf), keyOf };
+    const batch = { ...itemLines(items, ids, keyOf), keyOf, context };
     const { lines, written, skipped: skippedIds } = batch;
     if (context?.phase !== "sweep") {
       const held = await this.#linesHeld(batch, now);
@@ -341,16 +341,17 @@ class JsonlCopy {
   }
 
   /**
-   * The copy's last line of each item the batch skipped that the cycle under way has not met (in its rewrite, or the
-   * head's since it began), written again: the cycle keeps it as it was, as SQL sinks keep its row, seen. Read only
-   * when a batch skips one.
+   * The copy's last line of each item the batch skipped, or row its cycle's end keeps (`context.kept`), that the cycle
+   * under way has not met (in its rewrite, or the head's since it began), written again: the cycle keeps it as it was,
+   * as SQL sinks keep its row, seen. Read only when a batch skips or keeps one.
    */
   async #linesHeld(
-    { written, skipped, keyOf }: HeldBatch,
+    { written, skipped, keyOf, context }: HeldBatch,
     committed: Committed,
   ): Promise<string> {
     const cycle = committed.rewrite?.cycle;
     const wanted = new Set(skipped.filter((id) => !written.includes(id)));
+    for (const id of context?.kept ?? []) wanted.add(id);
     if (wanted.size === 0 || !keyOf || cycle === undefined) return "";
     const lines = new Map<string, string>(), met = new Set<string>();
     for await (const row of copyRows(this.#files, committed, cycle, keyOf)) {
@@ -430,5 +431,8 @@ class JsonlCopy {
   }
 }
 
-/** A batch's lines, its ids as written and skipped, and its run's key reader. */
-type HeldBatch = ReturnType<typeof itemLines> & { keyOf: KeyOf | undefined };
+/** A batch's lines, its ids as written and skipped, its run's key reader and what it hears (`kept`). */
+type HeldBatch = ReturnType<typeof itemLines> & {
+  keyOf: KeyOf | undefined;
+  context: Batch[3];
+};

@@ -301,6 +301,11 @@ export interface SyncWriteContext {
     readonly maxDeletes: number;
     readonly recent?: { readonly deleted: number; readonly largest: number };
   };
+  /**
+   * Ending a cycle: rows (by id) it keeps as they are, seen, though no batch wrote them: rows earlier runs of the cycle
+   * passed unseen that its last run could not read again (out of requests or time). A sink that ignores it removes them.
+   */
+  readonly kept?: readonly string[];
   /** An item's place in the order and its id (the JSONL sink tells a cycle's changes apart by it). */
   readonly keyOf?: (item: unknown) => NonNullable<SyncCheckpoint["edge"]>;
   /** Keep the change table (SQL sinks). */

@@ -540,6 +540,31 @@ const steps: { name: string; fn: (db: Connection) => Promise<void> }[] = [
       }
     },
   },
+  {
+    name:
+      "a cycle's end keeps the rows its context names (`kept`: those the run ending a spread cycle could not read again), in both deletes modes: neither removed nor marked, no delete change row; the other unseen rows go",
+    async fn(db) {
+      for (const deletes of ["remove", "mark"] as const) {
+        const table = `kept_${deletes}`;
+        const sink = sinkOf(db, table);
+        const items = ["a", "b", "c"].map((id) => ({ id, sort: 1, v: 0 }));
+        await written(sink, items, { cycle: 1, phase: "head", changes: true });
+        const endsCycle = { deletes, maxDeletes: 1 };
+        const ending = { cycle: 2, phase: "sweep" as const, changes: true };
+        const report = await written(sink, items.slice(0, 1), {
+          ...ending,
+          endsCycle,
+          kept: ["b"],
+        });
+        equal(report.deleted, 1);
+        const live = await db.rows<{ id: string }>(
+          `SELECT id FROM "${table}" WHERE deleted_at IS NULL ORDER BY id`,
+        );
+        deepStrictEqual(live.map((row) => row.id), ["a", "b"]);
+        deepStrictEqual(await changes(db, table), { insert: 3, delete: 1 });
+      }
+    },
+  },
 ];
 
 /** How many indexes of `table` have the key column first. */
