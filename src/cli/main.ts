@@ -103,8 +103,16 @@ async function carryOut(
     const config = planned.envFile === undefined
       ? undefined
       : readConfig(run, [bodyFormat, clientAuthentication]);
+    // The line names the cache folder, which may hold the secret (or the token cached, read before it goes): no
+    // session knows them, so they are read as a failure's line reads them, nothing requested.
+    const secret = configuredSecret(run);
+    const hidden = [
+      ...(secret ? [{ secret, clientId: "" }] : []),
+      ...await knownTokens(run, undefined, true),
+    ];
     const cleared = await run.clearCache?.(config);
-    run.stdout.write(`${cleared ?? "no token cache: nothing to clear"}\n`);
+    const line = cleared ?? "no token cache: nothing to clear";
+    run.stdout.write(`${escapeControls(shownText(line, hidden))}\n`);
     return 0;
   }
   // A flag wins over its variable, which is then not read (nor refused).
@@ -130,10 +138,8 @@ function reportFailure(
   // The configured credentials, each kept out of what is printed by value: a secret pasted into the client id or
   // audience variable is never shown either, when the IdP quotes it back. Not allowed to read one: not what failed here.
   const read = (name: string) => tried(() => run.env(name)?.trim()) ?? "";
-  // A short secret ("secret") is in the tool's own words: the library has already kept it out of the server's.
-  const secret = read(CONFIG_VARIABLES.clientSecret);
   const credentials = {
-    secret: redactable(secret) ? secret : "",
+    secret: configuredSecret(run),
     clientId: read(CONFIG_VARIABLES.clientId),
     audience: read(CONFIG_VARIABLES.audience),
   };
@@ -148,6 +154,16 @@ function reportFailure(
     run.stderr.write(`${clean(line)}\n`);
   }
   return code;
+}
+
+/**
+ * The client secret of the configuration (the environment, then `--env-file`), if this run may read it; "" when short
+ * (a short secret ("secret") is in the tool's own words: the library has already kept it out of the server's).
+ */
+function configuredSecret(run: RunIo): string {
+  const secret = tried(() => run.env(CONFIG_VARIABLES.clientSecret)?.trim()) ??
+    "";
+  return redactable(secret) ? secret : "";
 }
 
 function processWriter(stream: typeof Deno.stdout): CliWriter {
