@@ -22,13 +22,21 @@ function holdsRun(text: string, value: string): boolean {
   return false;
 }
 
-/** A run against `api` handed TOKEN (the fake is sent a token of its own), its cache in a fresh folder. */
-async function setup(api: Awaited<ReturnType<typeof startFakePartnerApi>>) {
+/**
+ * A run against `api` handed `tokens` in turn, the last again (the fake is sent a token of its own), its cache in a
+ * fresh folder.
+ */
+async function setup(
+  api: Awaited<ReturnType<typeof startFakePartnerApi>>,
+  tokens = [TOKEN],
+) {
   const real = await requestToken({ ...api.environment, ...api.credentials });
+  let handed = 0;
   const fetch: typeof globalThis.fetch = (input, init) => {
     const request = new Request(input, init);
     if (request.url === api.environment.tokenUrl.href) {
-      const answer = { access_token: TOKEN, token_type: "Bearer" };
+      const token = tokens[Math.min(handed++, tokens.length - 1)];
+      const answer = { access_token: token, token_type: "Bearer" };
       return Promise.resolve(Response.json({ ...answer, expires_in: 3600 }));
     }
     request.headers.set("authorization", `Bearer ${real.accessToken}`);
@@ -68,4 +76,24 @@ Deno.test("list CLI: a CSV header of --fields holding the cached token does not 
   equal(result.code, 0, result.stderr);
   ok(result.stdout.startsWith("id,"), result.stdout);
   ok(!holdsRun(result.stdout + result.stderr, TOKEN), result.stdout);
+});
+
+Deno.test("CLI: with --no-cache, a word holding the token the cache holds does not print it", async (t) => {
+  await using api = await startFakePartnerApi({ items: { transactions: 3 } });
+  // The --no-cache runs are handed a token of their own: the cached one is known from the cache alone.
+  const cli = await setup(api, [TOKEN, "Zq8x".repeat(16)]);
+  equal((await cli(["token"])).code, 0); // TOKEN is cached
+  await t.step("a sync's --to", async () => {
+    const target = await freshTarget("cli-shown-words", `${TOKEN}.jsonl`);
+    const sync = ["sync", "transactions", "--to", target, "--no-cache", "-v"];
+    const result = await cli(sync);
+    equal(result.code, 0, result.stderr);
+    ok(!holdsRun(result.stdout + result.stderr, TOKEN), result.stderr);
+  });
+  await t.step("a flag refused", async () => {
+    const list = ["list", "things", "--no-cache", "--sort-direction", TOKEN];
+    const result = await cli(list);
+    equal(result.code, 2);
+    ok(!holdsRun(result.stdout + result.stderr, TOKEN), result.stderr);
+  });
 });

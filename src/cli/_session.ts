@@ -24,7 +24,7 @@ import type { CliIo, CliWriter } from "./io.ts";
 import type { clearCache, openCache } from "./_cache.ts";
 import { UsageError } from "./_flag_values.ts";
 import { NAME } from "./_help.ts";
-import { given } from "../core/_check.ts";
+import { given, tried } from "../core/_check.ts";
 
 /** What a run uses beyond {@linkcode CliIo}: the process gives these, tests may. */
 export interface RunIo extends CliIo {
@@ -179,24 +179,33 @@ function shownIo(io: RunIo, clientSecret: string) {
 }
 
 /**
- * The access tokens a failure's line must not show: those the session knows, else, with `cache`, the one the cache
- * holds for this configuration, read without a request (a flag refused before the session asked for a token may echo
- * it) from a cache folder that exists (none is made). Each as long as a secret redacted: "e" would cut words.
+ * The access tokens a failure's line must not show: those the session knows, else the one the cache holds for this
+ * configuration ({@linkcode cachedToken}: a flag refused before the session asked for a token may echo it). Each as
+ * long as a secret redacted: "e" would cut words.
  */
 export async function knownTokens(
   run: RunIo,
   session: Session | undefined,
-  cache: boolean,
 ): Promise<readonly string[]> {
-  if (session || !cache) return session?.tokens() ?? [];
+  if (session) return session.tokens();
+  const optional = Object.values(CONFIG_OPTIONAL_VARIABLES);
+  const config = tried(() => readConfig(run, optional));
+  return [config ? await cachedToken(run, config) : ""].filter(redactable);
+}
+
+/**
+ * The access token the cache holds for `config`, read without a request from a folder that exists (none is made), to
+ * be kept out of what is printed, never used: with `--no-cache` too (a word given may hold one an earlier run cached).
+ * "" when none is readable.
+ */
+async function cachedToken(run: RunIo, config: PartnerApiConfig) {
+  const { clientSecret, environment, clientId } = config;
   const record = await Promise.resolve().then(() => {
-    const config = readConfig(run, Object.values(CONFIG_OPTIONAL_VARIABLES));
-    const { clientSecret, environment, clientId } = config;
     const { store } = run.openCache?.(clientSecret, () => {}, run.now, false) ??
       {};
     return store?.recordFor({ ...environment, clientId });
   }).catch(() => undefined); // none readable: none to hide
-  return [record?.token?.accessToken ?? ""].filter(redactable);
+  return record?.token?.accessToken ?? "";
 }
 
 /** How token requests are sent: the flags, else the variables, else the service's way; a hint names what chose. */
@@ -220,14 +229,21 @@ function tokenRequestsOf(config: PartnerApiConfig, flags: SessionFlags) {
 
 /**
  * The cache's store, if the flags want one and the run may have it (else the notice, once); each later problem said once.
- * And the cache (its record of this client, read without a request), and the access token it holds.
+ * And the cache (its record of this client, read without a request), and the access token it holds (with `--no-cache`
+ * too, to be kept out of what is printed alone).
  */
 async function openStore(
   io: RunIo,
   config: PartnerApiConfig,
   flags: SessionFlags,
 ) {
-  if (!flags.cache) return { store: undefined, cache: undefined, cached: "" };
+  if (!flags.cache) {
+    return {
+      store: undefined,
+      cache: undefined,
+      cached: await cachedToken(io, config),
+    };
+  }
   const said = new Set<string>();
   const notify = (line: string) => {
     if (said.has(line)) return;

@@ -55,17 +55,15 @@ export async function main(
     planned = plan(args);
     return await carryOut(planned, run, opened);
   } catch (error) {
-    // With --no-cache no token is read to hide (nor its folder made): none was cached by this line.
-    let cache = !!planned && "cache" in planned && planned.cache;
     // A line refused before --env-file was read: the secret the file holds is kept out of what is printed all the same.
     if (planned === undefined) {
       const options = { options: FLAGS, strict: false, allowNegative: true };
       const { values } = parseArgs({ args, ...options });
       await addEnvFile(run, values["env-file"]).catch(() => {});
-      cache = values.cache !== false;
     }
     const verbose = !!planned && "verbose" in planned && planned.verbose;
-    const tokens = await knownTokens(run, opened.session, cache);
+    // With --no-cache too: the token an earlier run cached (read, never used; no folder made) may be in the line.
+    const tokens = await knownTokens(run, opened.session);
     return reportFailure(error, run, verbose, tokens);
   }
 }
@@ -108,7 +106,7 @@ async function carryOut(
     const secret = configuredSecret(run);
     const hidden = [
       ...(secret ? [{ secret, clientId: "" }] : []),
-      ...await knownTokens(run, undefined, true),
+      ...await knownTokens(run, undefined),
     ];
     const cleared = await run.clearCache?.(config);
     const line = cleared ?? "no token cache: nothing to clear";
