@@ -7,7 +7,6 @@ import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { createFileTokenStore } from "../src/store/mod.ts";
 import { requestToken } from "../src/token/mod.ts";
 import { configFor, run } from "./_cli_helpers.ts";
-import { freshTarget } from "./_sync_fake.ts";
 
 /** A 64-character access token, as a service's: the run is handed it, and caches it. */
 const TOKEN =
@@ -22,12 +21,24 @@ function holdsRun(text: string, value: string): boolean {
   return false;
 }
 
+/** Runs `test` with a fresh folder under .test-tmp, removed after it whatever it does. */
+async function inFolder(test: (folder: string) => Promise<void>) {
+  await Deno.mkdir(".test-tmp", { recursive: true });
+  const folder = await Deno.makeTempDir({ dir: ".test-tmp", prefix: "cli-" });
+  try {
+    await test(folder);
+  } finally {
+    await Deno.remove(folder, { recursive: true });
+  }
+}
+
 /**
- * A run against `api` handed `tokens` in turn, the last again (the fake is sent a token of its own), its cache in a
- * fresh folder.
+ * A run against `api` handed `tokens` in turn, the last again (the fake is sent a token of its own), its cache in
+ * `folder`'s `cache`.
  */
 async function setup(
   api: Awaited<ReturnType<typeof startFakePartnerApi>>,
+  folder: string,
   tokens = [TOKEN],
 ) {
   const real = await requestToken({ ...api.environment, ...api.credentials });
@@ -42,10 +53,14 @@ async function setup(
     request.headers.set("authorization", `Bearer ${real.accessToken}`);
     return globalThis.fetch(request);
   };
-  await Deno.mkdir(".test-tmp", { recursive: true });
-  const folder = await Deno.makeTempDir({ dir: ".test-tmp", prefix: "cli-" });
+  const cache = `${folder}/cache`;
+  await Deno.mkdir(cache);
   const openCache = (secret: string, onNotice: (line: string) => void) => ({
-    store: createFileTokenStore({ folder, clientSecret: secret, onNotice }),
+    store: createFileTokenStore({
+      folder: cache,
+      clientSecret: secret,
+      onNotice,
+    }),
   });
   const extra = { fetch, openCache };
   return (args: string[]) => run(args, configFor(api), undefined, extra);
@@ -53,47 +68,54 @@ async function setup(
 
 Deno.test("sync CLI: a run to success into a path holding the cached token or the client secret prints neither", async (t) => {
   await using api = await startFakePartnerApi({ items: { transactions: 3 } });
-  const cli = await setup(api);
-  equal((await cli(["token"])).code, 0); // TOKEN is cached
-  const held = { token: TOKEN, secret: api.credentials.clientSecret };
-  for (const [what, value] of Object.entries(held)) {
-    await t.step(what, async () => {
-      const target = await freshTarget("cli-shown-words", `${value}.jsonl`);
-      const result = await cli(["sync", "transactions", "--to", target, "-v"]);
-      equal(result.code, 0, result.stderr);
-      equal((await Deno.readTextFile(target)).split("\n").length, 4);
-      ok(!holdsRun(result.stdout + result.stderr, value), result.stderr);
-    });
-  }
+  await inFolder(async (folder) => {
+    const cli = await setup(api, folder);
+    equal((await cli(["token"])).code, 0); // TOKEN is cached
+    const held = { token: TOKEN, secret: api.credentials.clientSecret };
+    for (const [what, value] of Object.entries(held)) {
+      await t.step(what, async () => {
+        const target = `${folder}/${value}.jsonl`;
+        const sync = ["sync", "transactions", "--to", target, "-v"];
+        const result = await cli(sync);
+        equal(result.code, 0, result.stderr);
+        equal((await Deno.readTextFile(target)).split("\n").length, 4);
+        ok(!holdsRun(result.stdout + result.stderr, value), result.stderr);
+      });
+    }
+  });
 });
 
 Deno.test("list CLI: a CSV header of --fields holding the cached token does not print it", async () => {
   await using api = await startFakePartnerApi({ items: { organizations: 0 } });
-  const cli = await setup(api);
-  equal((await cli(["token"])).code, 0);
-  const list = ["list", "organizations", "--format", "csv"];
-  const result = await cli([...list, "--fields", `id,${TOKEN}`]);
-  equal(result.code, 0, result.stderr);
-  ok(result.stdout.startsWith("id,"), result.stdout);
-  ok(!holdsRun(result.stdout + result.stderr, TOKEN), result.stdout);
+  await inFolder(async (folder) => {
+    const cli = await setup(api, folder);
+    equal((await cli(["token"])).code, 0);
+    const list = ["list", "organizations", "--format", "csv"];
+    const result = await cli([...list, "--fields", `id,${TOKEN}`]);
+    equal(result.code, 0, result.stderr);
+    ok(result.stdout.startsWith("id,"), result.stdout);
+    ok(!holdsRun(result.stdout + result.stderr, TOKEN), result.stdout);
+  });
 });
 
 Deno.test("CLI: with --no-cache, a word holding the token the cache holds does not print it", async (t) => {
   await using api = await startFakePartnerApi({ items: { transactions: 3 } });
-  // The --no-cache runs are handed a token of their own: the cached one is known from the cache alone.
-  const cli = await setup(api, [TOKEN, "Zq8x".repeat(16)]);
-  equal((await cli(["token"])).code, 0); // TOKEN is cached
-  await t.step("a sync's --to", async () => {
-    const target = await freshTarget("cli-shown-words", `${TOKEN}.jsonl`);
-    const sync = ["sync", "transactions", "--to", target, "--no-cache", "-v"];
-    const result = await cli(sync);
-    equal(result.code, 0, result.stderr);
-    ok(!holdsRun(result.stdout + result.stderr, TOKEN), result.stderr);
-  });
-  await t.step("a flag refused", async () => {
-    const list = ["list", "things", "--no-cache", "--sort-direction", TOKEN];
-    const result = await cli(list);
-    equal(result.code, 2);
-    ok(!holdsRun(result.stdout + result.stderr, TOKEN), result.stderr);
+  await inFolder(async (folder) => {
+    // The --no-cache runs are handed a token of their own: the cached one is known from the cache alone.
+    const cli = await setup(api, folder, [TOKEN, "Zq8x".repeat(16)]);
+    equal((await cli(["token"])).code, 0); // TOKEN is cached
+    await t.step("a sync's --to", async () => {
+      const target = `${folder}/${TOKEN}.jsonl`;
+      const sync = ["sync", "transactions", "--to", target, "--no-cache", "-v"];
+      const result = await cli(sync);
+      equal(result.code, 0, result.stderr);
+      ok(!holdsRun(result.stdout + result.stderr, TOKEN), result.stderr);
+    });
+    await t.step("a flag refused", async () => {
+      const list = ["list", "things", "--no-cache", "--sort-direction", TOKEN];
+      const result = await cli(list);
+      equal(result.code, 2);
+      ok(!holdsRun(result.stdout + result.stderr, TOKEN), result.stderr);
+    });
   });
 });
