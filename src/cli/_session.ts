@@ -16,10 +16,9 @@ import {
   escapeControls,
   handedBy,
   redactable,
-  type Secret,
   secretsOf,
 } from "../core/_redact.ts";
-import { withoutSecrets } from "../core/_option_secrets.ts";
+import { shownLine } from "./_shown.ts";
 import type { CliIo, CliWriter } from "./io.ts";
 import type { clearCache, openCache } from "./_cache.ts";
 import { UsageError } from "./_flag_values.ts";
@@ -90,7 +89,7 @@ export type Session = Readonly<Awaited<ReturnType<typeof openSession>>>;
 
 /**
  * Opens a session: a cache if allowed, and a provider that says when it waits. Every line it writes on standard error,
- * and a header (`shown`) on standard output, keeps out the client secret and the tokens the run knows (`shownText`).
+ * and a header (`shown`) on standard output, keeps out the client secret and the tokens the run knows (`shownLine`).
  */
 export async function openSession(
   io: RunIo,
@@ -152,23 +151,14 @@ export async function openSession(
   };
 }
 
-/**
- * `text` as the tool prints it: each word read by core's checker (decoded up to three times, base64, split by a `/`)
- * for the client secret and the tokens of `hidden`, one holding a run of either shown as it shows it (a path as
- * `/[not shown: it held a token]`); the rest as it is.
- */
-export const shownText = (text: string, hidden: readonly Secret[]): string =>
-  text.split(/(\s+)/).map((word) => withoutSecrets(word, hidden)).join("");
-
 /** `io` whose standard error shows each line as `shown` does: the secret and the tokens `known` names (none yet). */
 function shownIo(io: RunIo, clientSecret: string) {
   const known = { tokens: (): readonly string[] => [] };
   // A short secret ("secret") is in the tool's own words: the library has already kept it out of the server's.
   const secret = redactable(clientSecret)
-    ? [{ secret: clientSecret, clientId: "" }]
-    : [];
-  const shown = (text: string) =>
-    shownText(text, [...secret, ...known.tokens()]);
+    ? { secret: clientSecret, clientId: "" as const }
+    : undefined;
+  const shown = (text: string) => shownLine(text, secret, known.tokens());
   const stderr: CliWriter = {
     get isTerminal() {
       return io.stderr.isTerminal;

@@ -14,8 +14,8 @@ import {
   readConfig,
   type RunIo,
   type Session,
-  shownText,
 } from "./_session.ts";
+import { shownLine, shownText } from "./_shown.ts";
 import { clearCache, openCache } from "./_cache.ts";
 import { completionScript } from "./_completion.ts";
 import { readEnvFile, withEnvFile } from "./_env_file.ts";
@@ -104,13 +104,11 @@ async function carryOut(
     // The line names the cache folder, which may hold the secret (or the token cached, read before it goes): no
     // session knows them, so they are read as a failure's line reads them, nothing requested.
     const secret = configuredSecret(run);
-    const hidden = [
-      ...(secret ? [{ secret, clientId: "" }] : []),
-      ...await knownTokens(run, undefined),
-    ];
+    const known = secret ? { secret, clientId: "" as const } : undefined;
+    const tokens = await knownTokens(run, undefined);
     const cleared = await run.clearCache?.(config);
     const line = cleared ?? "no token cache: nothing to clear";
-    run.stdout.write(`${escapeControls(shownText(line, hidden))}\n`);
+    run.stdout.write(`${escapeControls(shownLine(line, known, tokens))}\n`);
     return 0;
   }
   // A flag wins over its variable, which is then not read (nor refused).

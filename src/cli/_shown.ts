@@ -1,0 +1,58 @@
+// Internal: a line the tool prints, word by word, without the client secret or a token the run knows.
+
+import { withoutSecrets } from "../core/_option_secrets.ts";
+import { redact, type Secret } from "../core/_redact.ts";
+import { tried } from "../core/_check.ts";
+
+/** The client secret as a text to keep out, its id "" (an id is a base's words, often): made once, as core's forms are. */
+type ClientSecret = { readonly secret: string; readonly clientId: "" };
+
+/**
+ * `text` as a failure's line shows it: each word read by core's checker (decoded up to three times, base64, split by a
+ * `/`) for the client secret and the tokens of `hidden`, one holding a run of 12 characters of either shown as it
+ * shows it (a path as `/[not shown: it held a token]`); the rest as it is. A run, not the whole: the line may quote a
+ * value cut short or quoted for a shell (`'…'\''…'`).
+ */
+export const shownText = (text: string, hidden: readonly Secret[]): string =>
+  text.split(/(\s+)/).map((word) => withoutSecrets(word, hidden)).join("");
+
+/**
+ * `text` as a line of a run that went on shows it (its standard error, a header of `--fields`, `cache clear`'s line):
+ * as {@linkcode shownText}, but the client secret is looked for in a word only where a reading of it holds the secret
+ * whole (as it is in any case, percent-decoded up to three times, form-decoded, without its `/`s, and in every form
+ * core's `redact` knows: base64, hex, JSON, HTML). These lines quote words whole, never cut (the caller's, or the
+ * service's data, which the output prints as they are): a weak secret sharing 12 characters with an ordinary word
+ * (`organizationsSecret-2026`, a column `organizationID`) hid the word. Tokens, random, keep the run rule.
+ */
+export function shownLine(
+  text: string,
+  secret: ClientSecret | undefined,
+  tokens: readonly string[],
+): string {
+  return text.split(/(\s+)/).map((word) => {
+    const whole = secret !== undefined && holdsWhole(word, secret);
+    return withoutSecrets(word, whole ? [secret, ...tokens] : tokens);
+  }).join("");
+}
+
+/** Whether a reading of `word` holds one of the secret's forms whole. */
+function holdsWhole(word: string, secret: ClientSecret): boolean {
+  const read = [word];
+  // Encoded again (a value encoded once or twice, in an address the URL encodes once more: `%252541`).
+  for (let i = 0; i < 3 && /%[0-9a-f]{2}/i.test(read.at(-1)!); i++) {
+    read.push(percentDecoded(read.at(-1)!));
+  }
+  const forms = read.flatMap((text) => [text, formDecoded(text)])
+    .flatMap((text) => [text, text.replaceAll("/", "")]);
+  return forms.some((form) => redact(form, [secret]) !== form);
+}
+
+/** `text` with each run of percent escapes decoded where it is UTF-8 (left as it is where not). */
+const percentDecoded = (text: string) =>
+  text.replace(
+    /(?:%[0-9a-f]{2})+/gi,
+    (run) => tried(() => decodeURIComponent(run)) ?? run,
+  );
+
+/** `text` form-decoded: a `+` as a space, then its escapes. */
+const formDecoded = (text: string) => percentDecoded(text.replaceAll("+", " "));
