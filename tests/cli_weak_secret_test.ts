@@ -76,3 +76,18 @@ Deno.test("sync CLI: a --to holding a weak secret whole, in any form, does not p
     }
   });
 });
+
+Deno.test("sync CLI: a --to holding a secret of words and spaces does not print it", async () => {
+  const secret = "correct horse battery staple";
+  await using api = await startFakePartnerApi({
+    items: { transactions: 3 },
+    credentials: { clientSecret: secret },
+  });
+  await inFolder(async (folder) => {
+    const target = `${folder}/${secret}.jsonl`;
+    const sync = ["sync", "transactions", "--to", target, "--no-cache", "-v"];
+    const result = await run(sync, configFor(api));
+    equal(result.code, 0, result.stderr);
+    ok(!(result.stdout + result.stderr).includes(secret), result.stderr);
+  });
+});

@@ -29,7 +29,9 @@ export function shownLine(
   secret: ClientSecret | undefined,
   tokens: readonly string[],
 ): string {
-  return text.split(/(\s+)/).map((word) => {
+  // A secret holding a space (a passphrase) spans words: its whole forms go from the line first.
+  const line = secret === undefined ? text : redact(text, [secret]);
+  return line.split(/(\s+)/).map((word) => {
     const whole = secret !== undefined && holdsWhole(word, secret);
     return withoutSecrets(word, whole ? [secret, ...tokens] : tokens);
   }).join("");
