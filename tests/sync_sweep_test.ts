@@ -815,3 +815,36 @@ Deno.test("a page of `n` items in full after a shorter answer to a larger size i
     equalToList: true,
   });
 });
+
+Deno.test("newest first, a list gaining more items at its top between runs than a sweep of 1 reads: the cycle under way stands as many items on as the head found new, so no run fails, cycles complete and the copy holds every item once (attack r157 F1: from run 65 every run failed 'unordered', and every run after the growth stopped, for good)", async () => {
+  const items = things(2000).reverse(); // newest first
+  let added = 0;
+  const grow = (k: number) => {
+    const fresh = Array.from({ length: k }, () => ({
+      thingID: `u${String(added++).padStart(9, "0")}`,
+    }));
+    items.unshift(...fresh.reverse());
+  };
+  const list = listOf(() => items);
+  using db = new DatabaseSync(":memory:");
+  using sink = createSqliteSink(db, { table: "t" });
+  const run = (sweep: number) =>
+    syncList(list.client, "things", {
+      id: "thingID",
+      sortDirection: "DESC",
+      maxLimit: 50,
+      sink,
+      sweep,
+    });
+  const first = await run(Infinity);
+  let cycles = 0, verifiedAt = first.verifiedAt;
+  for (let runs = 0; runs < 120; runs++) {
+    if (runs < 100) grow(60);
+    const result = await run(1);
+    if (result.verifiedAt !== verifiedAt) cycles++;
+    verifiedAt = result.verifiedAt;
+  }
+  ok(cycles >= 1, `${cycles} cycles`);
+  const held = db.prepare("SELECT count(DISTINCT id) AS n FROM t").get()!;
+  equal(held.n, items.length);
+});

@@ -112,6 +112,26 @@ export function sweepStart(
   };
 }
 
+/**
+ * A newest-first checkpoint once `by` items came first (its run's head committed them): the list's length (`offset`)
+ * and the sweep's cursor and search `by` further on. Left where it stood, a sweep of a list growing faster than it read
+ * sought its edge further every run, and each run failed once the misses it carried reached their bound (r157 F1).
+ */
+export function grownBy(checkpoint: SyncCheckpoint, by: number) {
+  const { sweep } = checkpoint;
+  if (by === 0 || sweep === undefined || sweep.edge === null) return checkpoint;
+  const moved = (at?: number) => at === undefined ? undefined : at + by;
+  const { seek } = sweep;
+  const bounds = seek &&
+    given({ low: moved(seek.low), high: moved(seek.high) });
+  const cursor = {
+    ...sweep,
+    offset: sweep.offset + by,
+    ...(seek && { seek: { probes: seek.probes, ...bounds } }),
+  };
+  return { ...checkpoint, offset: checkpoint.offset + by, sweep: cursor };
+}
+
 /** Cycles that keep a refused size before one asks it again. */
 const REPROBE_EVERY = 8;
 

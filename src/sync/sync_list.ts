@@ -102,6 +102,8 @@ async function lockedRun<T>(
 interface Run<T> extends SweepRun<T> {
   /** When the run began (`config.now`). */
   readonly startedAt: number;
+  /** Items the head passes committed: newest first, all came before the sweep's cursor since the run before. */
+  readonly grown: { count: number };
 }
 
 /** The head pass, then the sweep, from `start`; what the run did. */
@@ -113,7 +115,8 @@ async function runFrom<T>(
 ): Promise<SyncResult> {
   const requests = { count: 0 };
   const committer = new Committer(config, start.checkpoint, requests, clean);
-  const run = { client, config, requests, committer, startedAt: config.now() };
+  const grown = { count: 0 }, startedAt = config.now();
+  const run = { client, config, requests, committer, startedAt, grown };
   // A first read of the whole list is a cycle of its own: no sweep after it.
   const { edge, head: under, cycles } = start.checkpoint;
   const first = edge === null && under === undefined && cycles === undefined;
@@ -129,15 +132,7 @@ async function runFrom<T>(
     const inserted = committer.tally.inserted;
     const clock = steadyClock(config.now);
     const read = { from: requests.count, began: clock() };
-    if (!first) {
-      // A window waiting for a rate slot at maxDuration is given up: live traffic may hold the slots for long. None
-      // unbounded: a timer set for ever is one that fake time fires (it stopped the sweep of a test, unseen).
-      const { maxDuration } = config, ms = Math.min(maxDuration, MAX_TIMER_MS);
-      const stop = ms < MAX_TIMER_MS ? ownDeadlines(ms).start(undefined) : null;
-      const timeUp = () => clock() - read.began >= maxDuration;
-      const limited = stop ? { ...run, stop: stop.signal } : run;
-      await sweep(limited, timeUp).finally(() => stop?.clear());
-    }
+    if (!first) await timedSweep(run, clock, read.began);
     const sweepInserted = committer.tally.inserted - inserted;
     await committer.done();
     const { tally, latest } = committer;
@@ -163,6 +158,20 @@ async function runFrom<T>(
   } finally {
     await committer.settle();
   }
+}
+
+/** The sweep, stopped `maxDuration` after `began`; newest first, past the items the head found (`grown`). */
+async function timedSweep<T>(run: Run<T>, clock: () => number, began: number) {
+  const { config } = run;
+  // A window waiting for a rate slot at maxDuration is given up: live traffic may hold the slots for long. None
+  // unbounded: a timer set for ever is one that fake time fires (it stopped the sweep of a test, unseen).
+  const { maxDuration } = config, ms = Math.min(maxDuration, MAX_TIMER_MS);
+  const stop = ms < MAX_TIMER_MS ? ownDeadlines(ms).start(undefined) : null;
+  const timeUp = () => clock() - began >= maxDuration;
+  const limited = stop ? { ...run, stop: stop.signal } : run;
+  const descending = config.identity.sortDirection === "DESC";
+  await sweep(limited, timeUp, descending ? run.grown.count : 0)
+    .finally(() => stop?.clear());
 }
 
 /** The windows a descending head holds back at most until one reaches the copy: as many as a killed run reads again. */
@@ -218,6 +227,7 @@ async function head<T>(
     holding &&= !window.reached && !window.ended && room;
     for (const [checkpoint, each] of holding ? [] : held.splice(0)) {
       await committer.commit("head", checkpoint, each);
+      run.grown.count += each.items.length;
     }
     return;
   });
