@@ -112,3 +112,47 @@ Deno.test("Redis: a provider over a command function that answers EVAL null pays
   equal(api.service.tokenRequests, 1);
   equal(sent.filter((name) => name === "EVAL").length, 1);
 });
+
+// Review r9 (r10 1): a command function that runs no script but answers text (a pipeline or MULTI client: "QUEUED";
+// "OK"; "") had its take reply read as the lease holder's name, and a provider polled until maxWait (2,909 EVALs with
+// "QUEUED"). The take script answers 0, 1 or the lease's value (a UUID, a space, the holder's name); any other reply
+// fails as null does.
+for (
+  const [label, reply] of [
+    ["QUEUED", "QUEUED"],
+    ["OK", "OK"],
+    ["an empty text", ""],
+    ["QUEUED as bytes", new TextEncoder().encode("QUEUED")],
+  ] as const
+) {
+  Deno.test(`Redis: a take answered ${label} fails coordinate() at once, a TypeError naming \`command\`, after one EVAL`, async () => {
+    const { sent, store } = standIn(() => reply, racingClock());
+    let requests = 0;
+    await rejects(
+      store.coordinate!("client", {
+        settled: () => false,
+        request: () => (requests++, Promise.resolve(record)),
+        signal: new AbortController().signal,
+        requestBudget: 0,
+      }),
+      { name: "TypeError", option: "command" },
+    );
+    equal(sent.filter((name) => name === "EVAL").length, 1);
+    equal(requests, 0);
+  });
+
+  Deno.test(`Redis: a provider over a command function that answers EVAL with ${label} pays one token request after one EVAL`, async () => {
+    const api = inProcessFake();
+    using _ = api;
+    const { sent, store } = standIn(() => reply, racingClock());
+    const provider = createTokenProvider({
+      ...api.environment,
+      ...api.credentials,
+      fetch: api.fetch,
+      store,
+    });
+    ok(api.service.isValidToken((await provider.getToken()).accessToken));
+    equal(api.service.tokenRequests, 1);
+    equal(sent.filter((name) => name === "EVAL").length, 1);
+  });
+}

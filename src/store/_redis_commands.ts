@@ -95,18 +95,28 @@ ${RELEASED}`,
 ${RELEASED}`,
 };
 
+/** A lease's value: a new UUID, a space, then `holder` (what a take answers when another holds the lease). */
+export function leaseValue(holder: string): string {
+  return `${crypto.randomUUID()} ${holder}`;
+}
+
+/** A text a take answers only as a lease's value: any other ("QUEUED" from a pipeline, "OK", "") is no holder. */
+const LEASE_VALUE =
+  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12} /;
+
 /** Whether a reply is one the script gives, for the scripts whose reply decides a retry or a wait. */
 const REPLIES: Partial<Record<ScriptName, (reply: unknown) => boolean>> = {
-  take: (reply) => reply === 0 || reply === 1 || text(reply) !== undefined, // or who holds the lease
+  take: (reply) =>
+    reply === 0 || reply === 1 || LEASE_VALUE.test(text(reply) ?? ""),
   swap: (reply) => reply === 0 || reply === 1,
   publish: (reply) => reply === -1 || reply === 0 || reply === 1,
 };
 
 /**
  * `reply` to EVAL of `name`, if one the script gives. Another (a command function that runs no script: a stand-in
- * knowing GET and SET answers null) fails at once: taken for a write another landed first, set() read and tried again
- * 100 times; taken for a lease another holds, coordinate() polled until maxWait. Named by its type only: a reply may
- * hold a token.
+ * knowing GET and SET answers null, a pipeline or MULTI client "QUEUED") fails at once: taken for a write another
+ * landed first, set() read and tried again 100 times; taken for a lease another holds, coordinate() polled until
+ * maxWait (2,909 EVALs with "QUEUED"). Named by its type only: a reply may hold a token.
  */
 export function scriptReply(name: ScriptName, reply: unknown): unknown {
   if (REPLIES[name]?.(reply) ?? true) return reply;

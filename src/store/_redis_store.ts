@@ -10,6 +10,7 @@ import {
 } from "./_record.ts";
 import type { RedisCommand } from "./redis_command.ts";
 import {
+  leaseValue,
   plainScript,
   type redisOptions,
   type ScriptName,
@@ -123,7 +124,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
   async take(key: string, seen: Seen) {
     const keys = await this.#keysOf(key);
     const ms = String(this.#config.leaseDuration);
-    const lease = `${crypto.randomUUID()} ${this.#config.holder}`;
+    const lease = leaseValue(this.#config.holder);
     const args = [seen.value, lease, ms, seen.readable ? "0" : "1"];
     const taken = await this.#script("take", [keys.record, keys.lease], args);
     if (taken !== 1) return { holder: text(taken) };
