@@ -218,11 +218,11 @@ async function requestHolding(
     );
     // The lease was lost (the process stalled): store only what the record lacks, a newer token or a later block or
     // cooldown (merged over its token).
-    const later = (mine = -Infinity, theirs = -Infinity) => mine > theirs;
+    const beyond = (mine = -Infinity, theirs = -Infinity) => mine > theirs;
     const keeps = (stored: TokenRecord | undefined) =>
-      !later(result.token?.expiresAt, stored?.token?.expiresAt) &&
-      !later(result.blockedUntil, stored?.blockedUntil) &&
-      !later(result.failure?.until, stored?.failure?.until);
+      !beyond(result.token?.expiresAt, stored?.token?.expiresAt) &&
+      !beyond(result.blockedUntil, stored?.blockedUntil) &&
+      !beyond(result.failure?.until, stored?.failure?.until);
     if (lost) record = await storeOver(database, key, result, lastRead, keeps);
   } catch {
     // The token is paid for: stored if the database answers now (its reads failed twice), handed out, the others let in.

@@ -4,6 +4,7 @@ import { storableToken } from "../core/token_values.ts";
 import type { TokenRecord, TokenStore } from "./types.ts";
 import { given } from "../core/_check.ts";
 import { aesKeyFrom, perKey } from "./_key.ts";
+import { laterOf } from "./token_access.ts";
 
 /** A record sealed with AES-GCM: the nonce and the ciphertext with its tag. */
 export type SealedRecord = Readonly<Awaited<ReturnType<typeof sealRecord>>>;
@@ -184,12 +185,12 @@ export function publishedOver(
   current: TokenRecord | undefined,
 ): TokenRecord {
   const token = result.token ?? current?.token;
-  const renewal = later(result.renewal, current?.renewal, ({ at }) => at);
+  const renewal = laterOf(result.renewal, current?.renewal, ({ at }) => at);
   // Only a token ends a failure, as in a provider: dropped under a 429's block, the fleet's next cooldown began again
   // at 10 s, not escalated from it (review r9).
   const failure = result.token
     ? undefined
-    : later(result.failure, current?.failure, ({ until }) => until);
+    : laterOf(result.failure, current?.failure, ({ until }) => until);
   const blocked = [result.blockedUntil, current?.blockedUntil];
   const blockedUntil = Math.max(...blocked.map((at) => at ?? -Infinity));
   return {
@@ -199,12 +200,6 @@ export function publishedOver(
     ...(failure && { failure }),
     ...(blockedUntil > -Infinity && { blockedUntil }),
   };
-}
-
-/** `theirs` if later by `time`, else `mine`. */
-function later<T>(mine?: T, theirs?: T, time = (_: T) => 0): T | undefined {
-  if (theirs === undefined) return mine;
-  return mine === undefined || time(theirs) > time(mine) ? theirs : mine;
 }
 
 /** How long to keep a record, in ms: until its token, block, cooldown and 401 renewal are over. */

@@ -190,6 +190,19 @@ function answered<T>(call: () => Promise<T>): Promise<T> {
 /** How far the clocks of a fleet's processes may differ, in ms. */
 export const FLEET_CLOCK_SLACK = 5 * 60_000;
 
+/**
+ * Whichever of `mine` and `theirs` is later by `time`, `mine` when as late; the one given when the other is not: what
+ * a record keeps of two failures or renewals, a process's and the store's.
+ */
+export function laterOf<T>(
+  mine: T | undefined,
+  theirs: T | undefined,
+  time: (value: T) => number,
+): T | undefined {
+  if (theirs === undefined) return mine;
+  return mine === undefined || time(theirs) > time(mine) ? theirs : mine;
+}
+
 function isQuotaSnapshot(value: unknown): value is QuotaSnapshot {
   const { buckets, observedAt } = fieldsOf(value) ?? {};
   return isTime(observedAt) && isBuckets(buckets);

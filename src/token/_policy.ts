@@ -14,6 +14,7 @@ import type {
   TokenRenewal,
 } from "../store/types.ts";
 import { latest } from "./ledger.ts";
+import { laterOf } from "../store/token_access.ts";
 import { isPermissionError } from "../core/_cause.ts";
 import { type Backoff, isRetryStatus } from "../core/_attempt_loop.ts";
 
@@ -273,7 +274,7 @@ function laterFailure(
   now: number,
 ): TokenFailure | undefined {
   if (stored === undefined) return newerToken ? undefined : known;
-  if (known !== undefined && known.until >= stored.until) return known;
+  if (laterOf(known, stored, ({ until }) => until) === known) return known;
   // Clamped like a block: a record may come from another clock or version.
   return { ...stored, until: Math.min(stored.until, now + MAX_QUOTA_BLOCK) };
 }
