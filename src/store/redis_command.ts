@@ -1,5 +1,7 @@
 /**
- * Sends one Redis command, e.g. `["GET", "k"]`, and resolves with its reply.
+ * Sends one Redis command, e.g. `["GET", "k"]`, and resolves with its reply. One at a time: a client in a pipeline or
+ * MULTI answers "QUEUED", and a script's reply that no script gives fails the store's call at once (a TypeError naming
+ * option `command`), as does a function that runs no script and answers EVAL with null.
  *
  * @example With node-redis or ioredis
  * ```ts
