@@ -1069,6 +1069,40 @@ Deno.test("a sweep page answered on every read with another list's items at the 
   }
 });
 
+Deno.test("a deleted row before a block of items the copy lacks (back since a cycle removed them), a window long, in both orders: the window holding only them is read at another address, which agrees (the row is gone), so it commits, the row goes, and the run succeeds (attack r157 F2: refused as another list's page at share 1 on every run, none of the block ever copied)", async () => {
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    for (const copy of await copies(`gone-before-block-${sortDirection}`)) {
+      const all = things(3000);
+      const ordered = sortDirection === "ASC" ? all : all.toReversed();
+      const gone = new Set<string>();
+      const service = listOf(() =>
+        ordered.filter((item) => !gone.has(item.thingID))
+      );
+      const options = {
+        id: "thingID",
+        sortDirection,
+        sink: copy.sink,
+        maxLimit: 50,
+        sweep: Infinity,
+      };
+      const row = ordered[1000]!.thingID;
+      const block = ordered.slice(1001, 1061).map((item) => item.thingID);
+      await syncList(service.client, "things", options);
+      for (const id of block) gone.add(id);
+      equal((await syncList(service.client, "things", options)).deleted, 60);
+      gone.clear();
+      gone.add(row);
+      const result = await syncList(service.client, "things", options);
+      deepStrictEqual(counts(result), [60, 0, 1], copy.kind);
+      deepStrictEqual(
+        await copy.ids(),
+        all.map((item) => item.thingID).filter((id) => id !== row).sort(),
+      );
+      copy.database?.close();
+    }
+  }
+});
+
 Deno.test("another list answering the head's window over the copy's last item, alone or with the reads right after it (misrouted, or a cache poisoned for its address), puts none of it in the copy or the change table, in both orders; healthy again, the copy equals the list", async () => {
   for (const sortDirection of ["ASC", "DESC"] as const) {
     for (const misrouted of [[1], [1, 2], [1, 2, 3]]) {

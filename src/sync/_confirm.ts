@@ -5,7 +5,7 @@
 import { sweepStart } from "./_checkpoint.ts";
 import { type Committed, type PassRun, runPass } from "./_pass.ts";
 import type { Committer } from "./_committer.ts";
-import { copyReader, holdsNone, refuseForeign } from "./_cycle_end.ts";
+import { copyReader, foreignPage, refuseForeign } from "./_cycle_end.ts";
 import { keyOfText, keyText } from "./_key_text.ts";
 import type { CopyReader, WindowGuard } from "./_window_guard.ts";
 import type { SyncKey } from "./_window.ts";
@@ -58,7 +58,7 @@ export async function confirmPassed<T>(
       committer.tally.read += window.items.length;
       // Guarded, a window holding items and none of the copy's rows is another list's page, as in the sweep: refused.
       const foreign = guard !== undefined && window.items.length > 0 &&
-        await holdsNone(run, window.ids);
+        await foreignPage(run, window);
       if (foreign) return await refuseForeign(run, cursor.cycle);
       await committer.commit("sweep", committer.latest, window);
       seen(copy, guard, window.ids);

@@ -21,8 +21,8 @@ import {
 } from "./_window_guard.ts";
 import { isKeyed } from "./_key_text.ts";
 import { SyncError } from "./sync_error.ts";
-import type { Committed } from "./_pass.ts";
-import type { WindowState } from "./_window.ts";
+import { type Committed, listHead, type PassRun } from "./_pass.ts";
+import { compareKeys, MIN_WINDOW, type WindowState } from "./_window.ts";
 
 /** What a cycle's end needs of the run. */
 type CycleRun<T> = Readonly<{ config: SyncConfig<T>; committer: Committer<T> }>;
@@ -144,6 +144,34 @@ export async function refuseWindows<T>(
   await run.committer.done(); // a batch before that failed is the run's error
   const why = tooManyDeletes(refused, held, maxDeletes, what, recent, partial);
   return await refuse(run, cycle, why);
+}
+
+/**
+ * Whether `window`, holding none of the copy's live rows where its range passes rows the cycle has yet to see, is another
+ * list's page: the list read at another address where its first new item stands (a page of MIN_WINDOW, or one less)
+ * holds a row of the copy in that range. One that shows only such items too agrees: every row it passed is gone (a
+ * deleted row before items the copy lacks was refused every run, r157 F2, F3). A read that tells nothing: refused.
+ */
+export async function foreignPage<T>(
+  run: CycleRun<T> & PassRun<T>,
+  window: Committed<T>,
+): Promise<boolean> {
+  if (!await holdsNone(run, window.ids)) return false;
+  const { config } = run, { keyOf, sink } = config;
+  const last = window.items.at(-1), edge = window.passed?.at(-1);
+  if (last === undefined) return true;
+  const at = (window.start ?? 0) + (window.passed?.length ?? 0);
+  const size = window.limit === MIN_WINDOW ? MIN_WINDOW - 1 : MIN_WINDOW;
+  const read = await listHead(run, size, Math.floor(at / size) + 1);
+  if (read === undefined) return true;
+  const sign = config.identity.sortDirection === "DESC" ? -1 : 1;
+  const within = read.filter((key) =>
+    (edge === undefined || sign * compareKeys(key, edge) > 0) &&
+    sign * compareKeys(key, keyOf(last)) <= 0
+  );
+  if (within.length === 0) return false;
+  const held = await sink.holds?.(within.map((key) => key.id), keyOf);
+  return held === undefined || held.size > 0;
 }
 
 /** Refuses cycle `cycle` at a sweep window read twice alike that holds none of the copy's rows where they lie (share 1). */

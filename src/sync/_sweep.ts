@@ -18,8 +18,8 @@ import {
   commitEnd,
   type cycleEnd,
   endCycle,
+  foreignPage,
   guardOf,
-  holdsNone,
   refuseForeign,
   refuseWindows,
 } from "./_cycle_end.ts";
@@ -120,7 +120,7 @@ class Sweeping<T> {
     // answering one URL with other ids at the same places) unless every row there is gone: it removed 31 that exist.
     const retaken = guard?.retaken !== undefined &&
       guard.retaken === window.ids[0];
-    if (retaken && await holdsNone(run, window.ids)) {
+    if (retaken && await foreignPage(run, window)) {
       return await refuseForeign(run, cursor.cycle);
     }
     if (ended && !this.spread) {
