@@ -192,6 +192,11 @@ Deno.test("sync CLI: 'next verified by' is said of a sweep at the spare rate (--
   equal(says(["--max-duration", "10m"]), true);
   equal(says(["--sweep", "2"]), false);
   equal(says([]), false);
+  // --sweep all whose cycle is still under way (the list's end moved as it was read) says so, never "verifies it now".
+  const all = (sweepLeft: number) =>
+    resultLines(sync(["--sweep", "all"]), { ...result, sweepLeft }, 1, now);
+  equal(all(1).includes("--sweep all did not complete its cycle"), true);
+  equal(all(0).includes("did not complete"), false);
   // Items known missing: runs are counted only of a sweep of --sweep N requests (10 by default).
   const behind = (extra: string[]) =>
     resultLines(sync(extra), { ...result, behind: 3 }, 1, now);

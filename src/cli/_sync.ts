@@ -93,10 +93,17 @@ export function resultLines(
   const resumed = result.resumed ? ", resumed" : "";
   let lines =
     `${target}: ${inserted}, ${result.updated} changed, ${result.deleted} removed (${requests}, ${rate}${resumed})\n`;
+  // A list whose end moved on as fast as it was read holds the cycle for the run: said, lest a confirming run pass for one.
+  const held = request.sweep === Infinity && result.sweepLeft > 0;
+  if (held) {
+    lines +=
+      `${target}: --sweep all did not complete its cycle, the list's end moving as it was read; the copy is not verified: run again once the list holds still\n`;
+  }
   if (result.behind > 0) {
     lines += behindLine(request, result.behind, result.sweepLeft);
   } else if (
-    result.verifiedAt === undefined || now - result.verifiedAt > 86_400_000
+    !held &&
+    (result.verifiedAt === undefined || now - result.verifiedAt > 86_400_000)
   ) {
     // Nothing is known missing, but the copy was not checked whole in a day: when it last was (by creation date alone,
     // a back-dated item would not show), and how to check it now.
