@@ -83,7 +83,10 @@ export function repeatedFailure(
   }
   const { reason, status, code } = failure;
   const hint = tokenHint(endpoint, failure);
-  const answer = status === undefined ? reason : `${reason}, status ${status}`;
+  // "status 401", not "status, status 401" (the reason a status is).
+  const answer = status === undefined
+    ? reason
+    : `${reason === "status" ? "" : `${reason}, `}status ${status}`;
   const way = failure.sentAs === undefined ? "" : ` as ${failure.sentAs}`;
   return new TokenRequestError(
     `Cannot get token: a token request of this client failed (${answer}); none is sent${way} before ${
