@@ -56,7 +56,8 @@ export async function confirmPassed<T>(
     let reached = false, ended = false;
     const commit = async (window: Committed<T>) => {
       committer.tally.read += window.items.length;
-      // Guarded, a window holding items and none of the copy's rows is another list's page, as in the sweep: refused.
+      // Guarded, a window holding items and none of the copy's rows is another list's page, as in the sweep (unless a
+      // read at another address agrees): refused.
       const foreign = guard !== undefined && window.items.length > 0 &&
         await foreignPage(run, window);
       if (foreign) return await refuseForeign(run, cursor.cycle);

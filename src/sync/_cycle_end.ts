@@ -54,8 +54,8 @@ export function cycleEnd<T>(
 }
 
 /**
- * Commits cycle `cursor`'s end at `state`: with its last window, or alone once a spread cycle read again what it passed
- * (`kept`: the rows those reads left unconfirmed).
+ * Commits cycle `cursor`'s end at `state`: with its last `window`, or alone once a spread cycle read again what it
+ * passed (`kept`: the rows those reads left unconfirmed).
  */
 export async function commitEnd<T>(
   run: CycleRun<T>,
@@ -63,8 +63,7 @@ export async function commitEnd<T>(
   cursor: SweepCursor,
   state: WindowState,
   refusal: SyncCheckpoint["refused"],
-  kept: readonly string[],
-  window?: Committed<T>,
+  { window, kept = [] }: { window?: Committed<T>; kept?: readonly string[] },
 ) {
   const at = afterSweepWindow(run.committer.latest, cursor, state, true);
   const ending = cycleEnd(run, guard, at, refusal);

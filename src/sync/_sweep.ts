@@ -64,7 +64,9 @@ export async function sweep<T>(
   if (sweeping.endedAt !== undefined) {
     const kept = await confirmPassed(run, cursor, guard, timeUp);
     const at = sweeping.endedAt;
-    ending = await commitEnd(run, guard, cursor, at, sweeping.refusal, kept);
+    ending = await commitEnd(run, guard, cursor, at, sweeping.refusal, {
+      kept,
+    });
   }
   // Ended, the window that ended it committed (`ending`): one refused or lost returned above.
   if (ending !== undefined) return await endCycle(run, cursor.cycle, ending);
@@ -117,7 +119,8 @@ class Sweeping<T> {
       return config.signal?.throwIfAborted();
     }
     // Taken though doubted, within the share, a window that holds no row of the copy is another list's page (a cache
-    // answering one URL with other ids at the same places) unless every row there is gone: it removed 31 that exist.
+    // answering one URL with other ids at the same places: it removed 31 that exist), unless a read at another address
+    // agrees (every row there is gone).
     const retaken = guard?.retaken !== undefined &&
       guard.retaken === window.ids[0];
     if (retaken && await foreignPage(run, window)) {
@@ -125,15 +128,9 @@ class Sweeping<T> {
     }
     if (ended && !this.spread) {
       const { refusal } = this;
-      this.ending = await commitEnd(
-        run,
-        guard,
-        cursor,
-        state,
-        refusal,
-        [],
+      this.ending = await commitEnd(run, guard, cursor, state, refusal, {
         window,
-      );
+      });
       return;
     }
     const at = afterSweepWindow(committer.latest, cursor, state, false);
