@@ -13,7 +13,6 @@ import type {
   TokenRecord,
   TokenRenewal,
 } from "../store/types.ts";
-import { latest } from "./ledger.ts";
 import { laterOf } from "../store/token_access.ts";
 import { isPermissionError } from "../core/_cause.ts";
 import { type Backoff, isRetryStatus } from "../core/_attempt_loop.ts";
@@ -260,7 +259,7 @@ export function newerFromRecord(
   return {
     blockedUntil,
     failure: laterFailure(record.failure, known.failure, newer, now),
-    renewal: latest(record.renewal, known.renewal),
+    renewal: laterOf(known.renewal, record.renewal, ({ at }) => at),
     ...(newer ? { token: record.token } : {}),
     ...(newerQuota ? { quota } : {}),
   };

@@ -21,7 +21,6 @@ import {
 import { failureRecord, forWay, repeatedFailure } from "./_failure.ts";
 import {
   freshestToken,
-  latest,
   type LedgerToken,
   ledgerToken,
   renewedRecord,
@@ -40,7 +39,11 @@ import type {
   TokenRecord,
   TokenRenewal,
 } from "../store/types.ts";
-import type { StoreAccess, TokenRequest } from "../store/token_access.ts";
+import {
+  laterOf,
+  type StoreAccess,
+  type TokenRequest,
+} from "../store/token_access.ts";
 import type { ProviderConfig } from "./_endpoint.ts";
 import type { GetTokenOptions, TokenProvider, TokenTarget } from "./types.ts";
 
@@ -124,7 +127,7 @@ export class CachingTokenProvider implements TokenProvider {
     const now = this.#now();
     let verdict: "retry" | "renew" | "keep" = "keep";
     const judge = (record: TokenRecord | undefined) => {
-      const known = latest(record?.renewal, this.#renewal);
+      const known = laterOf(this.#renewal, record?.renewal, ({ at }) => at);
       const renewal = this.#local.readIn(known, "at", now);
       const stored = record?.token;
       const mine = this.#cache.held?.token;

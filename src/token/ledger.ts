@@ -76,15 +76,6 @@ export function unauthorizedVerdict(
   return onUnauthorized(renewal.at, now);
 }
 
-/** The later of two renewals. */
-export function latest(
-  a: TokenRenewal | undefined,
-  b: TokenRenewal | undefined,
-): TokenRenewal | undefined {
-  if (a === undefined) return b;
-  return b === undefined || a.at > b.at ? a : b;
-}
-
 /** The record after the fleet renews `refused`: that token dropped, the renewal noted. */
 export function renewedRecord(
   record: TokenRecord | undefined,
