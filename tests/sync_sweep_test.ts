@@ -816,35 +816,56 @@ Deno.test("a page of `n` items in full after a shorter answer to a larger size i
   });
 });
 
-Deno.test("newest first, a list gaining more items at its top between runs than a sweep of 1 reads: the cycle under way stands as many items on as the head found new, so no run fails, cycles complete and the copy holds every item once (attack r157 F1: from run 65 every run failed 'unordered', and every run after the growth stopped, for good)", async () => {
-  const items = things(2000).reverse(); // newest first
-  let added = 0;
-  const grow = (k: number) => {
-    const fresh = Array.from({ length: k }, () => ({
-      thingID: `u${String(added++).padStart(9, "0")}`,
-    }));
-    items.unshift(...fresh.reverse());
-  };
-  const list = listOf(() => items);
-  using db = new DatabaseSync(":memory:");
-  using sink = createSqliteSink(db, { table: "t" });
-  const run = (sweep: number) =>
-    syncList(list.client, "things", {
-      id: "thingID",
-      sortDirection: "DESC",
-      maxLimit: 50,
-      sink,
-      sweep,
-    });
-  const first = await run(Infinity);
-  let cycles = 0, verifiedAt = first.verifiedAt;
-  for (let runs = 0; runs < 120; runs++) {
-    if (runs < 100) grow(60);
-    const result = await run(1);
-    if (result.verifiedAt !== verifiedAt) cycles++;
-    verifiedAt = result.verifiedAt;
-  }
-  ok(cycles >= 1, `${cycles} cycles`);
-  const held = db.prepare("SELECT count(DISTINCT id) AS n FROM t").get()!;
-  equal(held.n, items.length);
-});
+for (
+  const [name, schedule] of [
+    ["gaining 60 a run (attack r157 F1)", { gained: 60, lost: 0, idle: 0 }],
+    [
+      "gaining 60 a run and losing its 60 newest (r158 F2: the cursor counted on by 60 a run, overshooting)",
+      { gained: 60, lost: 60, idle: 0 },
+    ],
+    [
+      "gaining 60 before each run, every other run a sweep of 0 (r158 F3: the growth those runs took in never moved the cursor)",
+      { gained: 60, lost: 0, idle: 1 },
+    ],
+  ] as const
+) {
+  Deno.test(`newest first, a list ${name}, more than a sweep of 1 reads: the sweep stands where the head found the copy's newest item, so no run fails, and once it holds still a cycle makes the copy equal to the list within the runs bound (every run failed 'unordered' from about the 65th, for good)`, async () => {
+    let items = things(2000).reverse(); // newest first
+    let added = 0;
+    const change = () => {
+      const fresh = Array.from({ length: schedule.gained }, () => ({
+        thingID: `u${String(added++).padStart(9, "0")}`,
+      }));
+      items = [...fresh.reverse(), ...items.slice(schedule.lost)];
+    };
+    const list = listOf(() => items);
+    using db = new DatabaseSync(":memory:");
+    using sink = createSqliteSink(db, { table: "t" });
+    const run = (sweep: number) =>
+      syncList(list.client, "things", {
+        id: "thingID",
+        sortDirection: "DESC",
+        maxLimit: 50,
+        sink,
+        sweep,
+        maxDeletes: 1,
+      });
+    await run(Infinity);
+    for (let runs = 0; runs < 100; runs++) {
+      change();
+      if (schedule.idle > 0) await run(0);
+      await run(1);
+    }
+    const bound = 2 * Math.ceil(items.length / 50) + 2;
+    let { verifiedAt } = await run(1), cycles = 0;
+    for (let runs = 1; runs < bound && cycles < 2; runs++) {
+      const result = await run(1);
+      if (result.verifiedAt !== verifiedAt) cycles++;
+      verifiedAt = result.verifiedAt;
+    }
+    ok(cycles >= 1, `${cycles} cycles`);
+    const held = db.prepare("SELECT id FROM t WHERE deleted_at IS NULL")
+      .all().map((row) => row.id);
+    deepStrictEqual(held.sort(), items.map((item) => item.thingID).sort());
+  });
+}

@@ -59,7 +59,7 @@ export async function confirmPassed<T>(
       // Guarded, a window holding items and none of the copy's rows is another list's page, as in the sweep (unless a
       // read at another address agrees): refused.
       const foreign = guard !== undefined && window.items.length > 0 &&
-        await foreignPage(run, window);
+        await foreignPage(run, guard, window, start.edge);
       if (foreign) return await refuseForeign(run, cursor.cycle);
       await committer.commit("sweep", committer.latest, window);
       seen(copy, guard, window.ids);

@@ -19,10 +19,15 @@ import {
   type WindowGuard,
   windowGuard,
 } from "./_window_guard.ts";
-import { isKeyed } from "./_key_text.ts";
+import { isKeyed, keyText } from "./_key_text.ts";
 import { SyncError } from "./sync_error.ts";
 import { type Committed, listHead, type PassRun } from "./_pass.ts";
-import { compareKeys, MIN_WINDOW, type WindowState } from "./_window.ts";
+import {
+  compareKeys,
+  MIN_WINDOW,
+  type SyncKey,
+  type WindowState,
+} from "./_window.ts";
 
 /** What a cycle's end needs of the run. */
 type CycleRun<T> = Readonly<{ config: SyncConfig<T>; committer: Committer<T> }>;
@@ -147,30 +152,48 @@ export async function refuseWindows<T>(
 
 /**
  * Whether `window`, holding none of the copy's live rows where its range passes rows the cycle has yet to see, is another
- * list's page: the list read at another address where its first new item stands (a page of MIN_WINDOW, or one less)
- * holds a row of the copy in that range. One that shows only such items too agrees: every row it passed is gone (a
- * deleted row before items the copy lacks was refused every run, r157 F2, F3). A read that tells nothing: refused.
+ * list's page. Taken only when its range holds few of the copy's rows (a quarter of its items at most: a row or two gone
+ * before items the copy lacks) and a read at another address (its size one less, or more) agrees: the same items there.
+ * A deleted row before a window's worth of such items was refused every run (r157 F2, F3); a read that tells nothing,
+ * or another list at that address too, refuses (r158 F1: one of 24 or 25 answered empty let another list in).
  */
 export async function foreignPage<T>(
   run: CycleRun<T> & PassRun<T>,
+  guard: WindowGuard,
   window: Committed<T>,
+  edge: SyncKey | null,
 ): Promise<boolean> {
   if (!await holdsNone(run, window.ids)) return false;
   const { config } = run, { keyOf, sink } = config;
-  const last = window.items.at(-1), edge = window.passed?.at(-1);
+  const last = window.items.at(-1);
   if (last === undefined) return true;
-  const at = (window.start ?? 0) + (window.passed?.length ?? 0);
-  const size = window.limit === MIN_WINDOW ? MIN_WINDOW - 1 : MIN_WINDOW;
-  const read = await listHead(run, size, Math.floor(at / size) + 1);
-  if (read === undefined) return true;
+  // The copy's live rows past the pass's `edge` up to its last item, every one missing from it (seen or not).
+  const from = edge === null ? null : keyText(edge);
+  const gone = await guard.copy.place(from, keyText(keyOf(last))) + 1;
+  if (4 * gone > window.ids.length) return true;
+  const own = new Set(window.ids), read = await readElsewhere(run, window);
   const sign = config.identity.sortDirection === "DESC" ? -1 : 1;
-  const within = read.filter((key) =>
-    (edge === undefined || sign * compareKeys(key, edge) > 0) &&
+  const within = (read ?? []).filter((key) =>
+    (edge === null || sign * compareKeys(key, edge) > 0) &&
     sign * compareKeys(key, keyOf(last)) <= 0
   );
-  if (within.length === 0) return false;
+  if (within.length === 0 || within.some((key) => !own.has(key.id))) {
+    return true;
+  }
   const held = await sink.holds?.(within.map((key) => key.id), keyOf);
   return held === undefined || held.size > 0;
+}
+
+/** The list where `window`'s first item past its overlap stands, read at its size one less, else one more. */
+async function readElsewhere<T>(run: PassRun<T>, window: Committed<T>) {
+  const at = (window.start ?? 0) + (window.passed?.length ?? 0);
+  const limit = window.limit ?? MIN_WINDOW;
+  for (const size of [limit - 1, limit + 1]) {
+    if (size < 1) continue;
+    const read = await listHead(run, size, Math.floor(at / size) + 1);
+    if (read !== undefined) return read;
+  }
+  return undefined;
 }
 
 /** Refuses cycle `cycle` at a sweep window read twice alike that holds none of the copy's rows where they lie (share 1). */

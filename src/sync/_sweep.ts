@@ -2,7 +2,7 @@
 // judged by the guard before it commits; a cycle's end commits with its last window (a spread cycle's, once
 // _confirm.ts read again what earlier runs passed unseen).
 
-import { afterSweepWindow, grownBy, sweepStart } from "./_checkpoint.ts";
+import { afterSweepWindow, sweepStart } from "./_checkpoint.ts";
 import { type Committed, listHead, type PassRun, runPass } from "./_pass.ts";
 import type { Committer } from "./_committer.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
@@ -29,18 +29,13 @@ import { SyncError } from "./sync_error.ts";
 /** What a sweep needs of the run. */
 export type SweepRun<T> = PassRun<T> & { readonly committer: Committer<T> };
 
-/**
- * Spends the sweep budget on the cycle under way or a new one (`sweep: Infinity`: never one begun before the run);
- * `grown`: items the run's head found before its cursor (newest first).
- */
+/** Spends the sweep budget on the cycle under way or a new one (`sweep: Infinity`: never one begun before the run). */
 export async function sweep<T>(
   run: SweepRun<T>,
   timeUp: () => boolean,
-  grown: number,
 ): Promise<void> {
   const { config, committer } = run;
   if (config.sweep === 0) return;
-  committer.latest = grownBy(committer.latest, grown); // saved with the sweep's first commit
   const begun = sweepStart(committer.latest, config, {
     now: config.now(),
     // Any cycle under way began before this run (the head begins none), whatever its clock said then.
@@ -122,8 +117,11 @@ class Sweeping<T> {
     // answering one URL with other ids at the same places: it removed 31 that exist), unless a read at another address
     // agrees (every row there is gone).
     const retaken = guard?.retaken !== undefined &&
-      guard.retaken === window.ids[0];
-    if (retaken && await foreignPage(run, window)) {
+        guard.retaken === window.ids[0]
+      ? guard
+      : undefined;
+    const standing = committer.latest.sweep?.edge ?? null; // the window's own not yet committed
+    if (retaken && await foreignPage(run, retaken, window, standing)) {
       return await refuseForeign(run, cursor.cycle);
     }
     if (ended && !this.spread) {

@@ -3,6 +3,7 @@
 
 import {
   afterHeadWindow,
+  grownBy,
   nextVerified,
   type RunStart,
   runStart,
@@ -102,7 +103,7 @@ async function lockedRun<T>(
 interface Run<T> extends SweepRun<T> {
   /** When the run began (`config.now`). */
   readonly startedAt: number;
-  /** Items the head passes committed: newest first, all came before the sweep's cursor since the run before. */
+  /** Newest first, how many items the head found above the copy's newest (all before the sweep's cursor). */
   readonly grown: { count: number };
 }
 
@@ -127,8 +128,9 @@ async function runFrom<T>(
       const again = runStart(committer.latest, config.identity, config);
       shift = await head(run, again, false) ?? shift;
     }
-    // Where the head found the edge (after deletes before it), once it did: else each run searches again.
-    await committer.flush("head", committer.latest);
+    // Where the head found the edge (after deletes before it), once it did: else each run searches again. Newest
+    // first, the sweep's cursor stands as many items further on as the head found above the copy (a sweep-0 run too).
+    await committer.flush("head", grownBy(committer.latest, grown.count));
     const inserted = committer.tally.inserted;
     const clock = steadyClock(config.now);
     const read = { from: requests.count, began: clock() };
@@ -160,18 +162,15 @@ async function runFrom<T>(
   }
 }
 
-/** The sweep, stopped `maxDuration` after `began`; newest first, past the items the head found (`grown`). */
+/** The sweep, stopped `maxDuration` after `began`. */
 async function timedSweep<T>(run: Run<T>, clock: () => number, began: number) {
-  const { config } = run;
   // A window waiting for a rate slot at maxDuration is given up: live traffic may hold the slots for long. None
   // unbounded: a timer set for ever is one that fake time fires (it stopped the sweep of a test, unseen).
-  const { maxDuration } = config, ms = Math.min(maxDuration, MAX_TIMER_MS);
+  const { maxDuration } = run.config, ms = Math.min(maxDuration, MAX_TIMER_MS);
   const stop = ms < MAX_TIMER_MS ? ownDeadlines(ms).start(undefined) : null;
   const timeUp = () => clock() - began >= maxDuration;
   const limited = stop ? { ...run, stop: stop.signal } : run;
-  const descending = config.identity.sortDirection === "DESC";
-  await sweep(limited, timeUp, descending ? run.grown.count : 0)
-    .finally(() => stop?.clear());
+  await sweep(limited, timeUp).finally(() => stop?.clear());
 }
 
 /** The windows a descending head holds back at most until one reaches the copy: as many as a killed run reads again. */
@@ -227,7 +226,7 @@ async function head<T>(
     holding &&= !window.reached && !window.ended && room;
     for (const [checkpoint, each] of holding ? [] : held.splice(0)) {
       await committer.commit("head", checkpoint, each);
-      run.grown.count += each.items.length;
+      run.grown.count += above(descending ? start.checkpoint.edge : null, each);
     }
     return;
   });
@@ -267,6 +266,18 @@ function refuseHead<T>(run: Run<T>, foreign: boolean): never {
     `the copy of ${run.config.identity.path}`,
     1,
   );
+}
+
+/**
+ * Newest first, how many items stand above the copy's newest item `top` where `window` shows it: the list's growth
+ * since, deletes above it taken off. Counted instead from the head's items, a list losing its newest rows as it gained
+ * new ones put the sweep past its place every run, which then failed (r158 F2). Not shown (gone): 0, sought as before.
+ */
+function above<T>(top: SyncKey | null, window: Committed<T>): number {
+  const at = top && window.beyond?.findIndex((key) => key.id === top.id);
+  if (at === undefined || at === null || at < 0) return 0;
+  const { start = 0, passed = [], items } = window;
+  return start + passed.length + items.length + at;
 }
 
 /** How far the last item committed moved since the last run (ascending): at least what the copy lacks. */
