@@ -869,3 +869,37 @@ for (
     deepStrictEqual(held.sort(), items.map((item) => item.thingID).sort());
   });
 }
+
+Deno.test("newest first, the copy's newest item moved 45 places down each run (its sort value lowered: outside the contract), nothing new: the sweep moves on by the new items alone (none), so cycles complete and a row deleted deep in the list goes (r159 F2: moved on by the newest item's place, no cycle completed in 150 runs, the deleted row kept)", async () => {
+  type Item = { id: string; v: number };
+  let items: Item[] = Array.from(
+    { length: 2000 },
+    (_, i) => ({ id: `t${String(i).padStart(6, "0")}`, v: i * 10 }),
+  );
+  const sorted = () =>
+    items.toSorted((a, b) => b.v - a.v || (a.id < b.id ? 1 : -1));
+  const list = listOf(sorted);
+  using db = new DatabaseSync(":memory:");
+  using sink = createSqliteSink(db, { table: "t" });
+  const run = (sweep: number) =>
+    syncList(list.client, "things", {
+      id: "id",
+      sortBy: "v",
+      sortDirection: "DESC",
+      maxLimit: 50,
+      sink,
+      sweep,
+    });
+  let { verifiedAt } = await run(Infinity), cycles = 0;
+  items = items.filter((item) => item.id !== "t000500"); // deep in the list
+  for (let runs = 0; runs < 120; runs++) {
+    const [newest, ...rest] = sorted();
+    const moved = { ...newest!, v: rest[44]!.v - 1 };
+    items = [...rest, moved];
+    const result = await run(1);
+    if (result.verifiedAt !== verifiedAt) cycles++;
+    verifiedAt = result.verifiedAt;
+  }
+  ok(cycles >= 1, `${cycles} cycles`);
+  equal(db.prepare("SELECT 1 FROM t WHERE id = 't000500'").get(), undefined);
+});

@@ -196,6 +196,7 @@ async function head<T>(
   let latest = committer.latest, heldWindows = 0;
   const foreignAt = overlapCheck(run, start.checkpoint.edge);
   let foreign = false;
+  const grew = { fresh: 0, above: 0 };
   await runPass(run, start.head, Infinity, async (window) => {
     committer.tally.read += window.items.length; // as it arrives: held back, declined or committed
     if ((foreign = await foreignAt(window))) return false;
@@ -226,11 +227,13 @@ async function head<T>(
     holding &&= !window.reached && !window.ended && room;
     for (const [checkpoint, each] of holding ? [] : held.splice(0)) {
       await committer.commit("head", checkpoint, each);
-      run.grown.count += above(descending ? start.checkpoint.edge : null, each);
+      grew.fresh += each.items.length;
+      grew.above ||= above(descending ? start.checkpoint.edge : null, each);
     }
     return;
   });
   if (again) return await head(run, start, first, new Set(again));
+  run.grown.count += Math.min(grew.above, grew.fresh); // an item moved down is not growth
   return lost || foreign ? refuseHead(run, foreign) : shift;
 }
 
@@ -270,8 +273,9 @@ function refuseHead<T>(run: Run<T>, foreign: boolean): never {
 
 /**
  * Newest first, how many items stand above the copy's newest item `top` where `window` shows it: the list's growth
- * since, deletes above it taken off. Counted instead from the head's items, a list losing its newest rows as it gained
- * new ones put the sweep past its place every run, which then failed (r158 F2). Not shown (gone): 0, sought as before.
+ * since, deletes above it taken off. Counted from the head's items alone, a list losing its newest rows as it gained
+ * new ones put the sweep past its place every run, which then failed (r158 F2); taken alone, an item moved down (a
+ * sort value that changed) put it past too, every run (r159 F2): the head takes the lesser. Not shown (gone): 0.
  */
 function above<T>(top: SyncKey | null, window: Committed<T>): number {
   const at = top && window.beyond?.findIndex((key) => key.id === top.id);
