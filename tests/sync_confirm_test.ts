@@ -8,7 +8,9 @@ import {
   createSqliteSink,
   SyncError,
   syncList,
+  type SyncOptions,
   type SyncSink,
+  type SyncSource,
 } from "../src/sync/mod.ts";
 import {
   freshTarget,
@@ -66,6 +68,28 @@ async function copyOf(
   return { open, held, deletes, changes: kind === "sqlite" };
 }
 
+/** Runs of `sweep` (pages of 50) from `client`'s list at `path` into `copy`, each with a sink of its own. */
+function runsOf(
+  copy: { open: () => SyncSink<Row> & Partial<Disposable> },
+  client: SyncSource,
+  path: string,
+  options: Omit<SyncOptions<Row>, "sink" | "sweep" | "maxLimit">,
+) {
+  return async (sweep: number) => {
+    const sink = copy.open();
+    try {
+      return await syncList(client, path, {
+        ...options,
+        maxLimit: 50,
+        sink,
+        sweep,
+      });
+    } finally {
+      sink[Symbol.dispose]?.();
+    }
+  };
+}
+
 /**
  * A copy of 300 transactions (sink `kind`), then an item early in the pass's order missing while a `sweep: 1` run
  * passes its place, and back since: what the test's runs share, and the result of that run.
@@ -78,23 +102,13 @@ async function blinked(
 ) {
   const fake = inProcess({ items: { transactions: 300 } });
   const copy = await copyOf(kind, name);
-  const run = async (sweep: number) => {
-    const sink = copy.open();
-    try {
-      return await syncList(fake.client, "transactions", {
-        id: "transactionID",
-        sortBy: "creationDate",
-        sortDirection,
-        maxLimit: 50,
-        sink,
-        sweep,
-        maxDeletes,
-        changes: copy.changes,
-      });
-    } finally {
-      sink[Symbol.dispose]?.();
-    }
-  };
+  const run = runsOf(copy, fake.client, "transactions", {
+    id: "transactionID",
+    sortBy: "creationDate",
+    sortDirection,
+    maxDeletes,
+    changes: copy.changes,
+  });
   await run(Infinity);
   const items: Row[] = [];
   const order = { sortBy: "creationDate", sortDirection };
@@ -175,21 +189,11 @@ for (const kind of ["sqlite", "jsonl"] as const) {
     Deno.test(`${kind}, ${purged} items purged (at the list's start, or 40 just before each): ten items back, far apart, each read again where the copy places it past the read before: none removed, about one request each (each was sought from where the last read ended, the first from the list's start: 33 requests past the sweep's, 6 of 10 removed on 10,000 items read 100 at a time; then placed by the copy's count alone, 6 of 10 removed once 300 it still counts were purged: attack r155 F1; 1 of 10 once 40 were purged just before each, 3 of 10 with 120 on 6,000 items: r156 G2)`, async () => {
       const fake = inProcess({ items: { transactions: 2000 } });
       const copy = await copyOf(kind, `far-apart-${purged}`);
-      const run = async (sweep: number) => {
-        const sink = copy.open();
-        try {
-          return await syncList(fake.client, "transactions", {
-            id: "transactionID",
-            sortBy: "creationDate",
-            maxLimit: 50,
-            sink,
-            sweep,
-            changes: copy.changes,
-          });
-        } finally {
-          sink[Symbol.dispose]?.();
-        }
-      };
+      const run = runsOf(copy, fake.client, "transactions", {
+        id: "transactionID",
+        sortBy: "creationDate",
+        changes: copy.changes,
+      });
       const first = await run(Infinity);
       const items: Row[] = [];
       for await (const item of fake.client.list<Row>("transactions", {})) {
@@ -239,21 +243,11 @@ for (const kind of ["sqlite", "jsonl"] as const) {
     const gone = new Set<string>();
     const list = listOf(() => all.filter((item) => !gone.has(item.thingID)));
     const copy = await copyOf(kind, "ties", "thingID");
-    const run = async (sweep: number) => {
-      const sink = copy.open();
-      try {
-        return await syncList(list.client, "things", {
-          id: "thingID",
-          sortBy: "group",
-          maxLimit: 50,
-          sink,
-          sweep,
-          changes: copy.changes,
-        });
-      } finally {
-        sink[Symbol.dispose]?.();
-      }
-    };
+    const run = runsOf(copy, list.client, "things", {
+      id: "thingID",
+      sortBy: "group",
+      changes: copy.changes,
+    });
     const first = await run(Infinity);
     const ids = Array.from(
       { length: 10 },
@@ -281,20 +275,10 @@ async function fiftyFarApart(kind: "sqlite" | "jsonl", name: string) {
   const gone = new Set<string>();
   const list = listOf(() => all.filter((item) => !gone.has(item.thingID)));
   const copy = await copyOf(kind, name, "thingID");
-  const run = async (sweep: number) => {
-    const sink = copy.open();
-    try {
-      return await syncList(list.client, "things", {
-        id: "thingID",
-        maxLimit: 50,
-        sink,
-        sweep,
-        changes: copy.changes,
-      });
-    } finally {
-      sink[Symbol.dispose]?.();
-    }
-  };
+  const run = runsOf(copy, list.client, "things", {
+    id: "thingID",
+    changes: copy.changes,
+  });
   const first = await run(Infinity);
   for (const id of ids) gone.add(id);
   return { ids, gone, copy, run, first };
@@ -343,19 +327,7 @@ for (
     const gone = new Set<string>();
     const list = listOf(() => all.filter((item) => !gone.has(item.thingID)));
     const copy = await copyOf("sqlite", `gone-before-${block}`, "thingID");
-    const run = async (sweep: number) => {
-      const sink = copy.open();
-      try {
-        return await syncList(list.client, "things", {
-          id: "thingID",
-          maxLimit: 50,
-          sink,
-          sweep,
-        });
-      } finally {
-        sink[Symbol.dispose]?.();
-      }
-    };
+    const run = runsOf(copy, list.client, "things", { id: "thingID" });
     const row = all[1000]!.thingID;
     const back = all.slice(1001, 1001 + block).map((item) => item.thingID);
     await run(Infinity);
@@ -402,19 +374,7 @@ for (const kind of ["sqlite", "jsonl"] as const) {
       },
     });
     const copy = await copyOf(kind, "confirm-misrouted", "thingID");
-    const run = async (sweep: number) => {
-      const sink = copy.open();
-      try {
-        return await syncList(list.client, "things", {
-          id: "thingID",
-          maxLimit: 50,
-          sink,
-          sweep,
-        });
-      } finally {
-        sink[Symbol.dispose]?.();
-      }
-    };
+    const run = runsOf(copy, list.client, "things", { id: "thingID" });
     const first = await run(Infinity);
     for (const id of back) gone.add(id);
     let refused = 0;
