@@ -86,44 +86,13 @@ function racingClock() {
   return () => time += 10_000;
 }
 
-Deno.test("Redis: a take answered null (no script ran) fails coordinate() at once, a TypeError naming `command`: never read as a lease another holds, polled until maxWait", async () => {
-  const { sent, store } = standIn(() => null, racingClock());
-  let requests = 0;
-  await rejects(
-    store.coordinate!("client", {
-      settled: () => false,
-      request: () => (requests++, Promise.resolve(record)),
-      signal: new AbortController().signal,
-      requestBudget: 0,
-    }),
-    { name: "TypeError", option: "command" },
-  );
-  // The take alone: before, look and take again, then a request alone past maxWait.
-  equal(scriptsRun(sent), 1);
-  equal(requests, 0);
-});
-
-Deno.test("Redis: a provider over a command function that answers EVAL null pays one token request after one take, without polling the lease", async () => {
-  const api = inProcessFake();
-  using _ = api;
-  const { sent, store } = standIn(() => null, racingClock());
-  const provider = createTokenProvider({
-    ...api.environment,
-    ...api.credentials,
-    fetch: api.fetch,
-    store,
-  });
-  ok(api.service.isValidToken((await provider.getToken()).accessToken));
-  equal(api.service.tokenRequests, 1);
-  equal(scriptsRun(sent), 1);
-});
-
-// Review r9 (r10 1): a command function that runs no script but answers text (a pipeline or MULTI client: "QUEUED";
-// "OK"; "") had its take reply read as the lease holder's name, and a provider polled until maxWait (2,909 EVALs with
-// "QUEUED"). The take script answers 0, 1 or the lease's value (a UUID, a space, the holder's name); any other reply
-// fails as null does.
+// A command function that runs no script answered null (before: the take read as a lease another holds, polled until
+// maxWait after a look and a take again), or text (review r9, r10 1: a pipeline or MULTI client's "QUEUED"; "OK"; "")
+// read as the lease holder's name, a provider polling until maxWait (2,909 EVALs with "QUEUED"). The take script
+// answers 0, 1 or the lease's value (a UUID, a space, the holder's name); any other reply fails at once.
 for (
   const [label, reply] of [
+    ["null (no script ran)", null],
     ["QUEUED", "QUEUED"],
     ["OK", "OK"],
     ["an empty text", ""],
