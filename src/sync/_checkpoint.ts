@@ -26,11 +26,7 @@ type Sizes = { readonly maxLimit: number; readonly limit?: number };
  * Where a run starts: the saved checkpoint (or a new one), the head pass from its edge (or, descending, from the top).
  * @throws {TypeError} (`option: "sink"`) For a checkpoint that is not one, or for another path, order, direction, id field or query.
  */
-export function runStart(
-  saved: unknown,
-  identity: SyncIdentity,
-  sizes: Sizes,
-) {
+export function runStart(saved: unknown, identity: SyncIdentity, sizes: Sizes) {
   const checkpoint = saved === undefined
     ? newCheckpoint(identity)
     : checkCheckpoint(saved, identity);
@@ -122,8 +118,7 @@ export function grownBy(checkpoint: SyncCheckpoint, by: number) {
   if (by === 0 || sweep === undefined || sweep.edge === null) return checkpoint;
   const moved = (at?: number) => at === undefined ? undefined : at + by;
   const { seek } = sweep;
-  const bounds = seek &&
-    given({ low: moved(seek.low), high: moved(seek.high) });
+  const bounds = given({ low: moved(seek?.low), high: moved(seek?.high) });
   const cursor = {
     ...sweep,
     offset: sweep.offset + by,

@@ -86,10 +86,8 @@ export class Committer<T> {
   /** Makes `checkpoint` the latest, and starts writing it alone in this turn unless it was written already. */
   #recordNow(checkpoint: SyncCheckpoint, phase: Phase): Promise<void> {
     this.latest = checkpoint;
-    if (JSON.stringify(checkpoint) === JSON.stringify(this.written)) {
-      return Promise.resolve();
-    }
-    return this.#start(NOTHING, checkpoint, phase);
+    const same = JSON.stringify(checkpoint) === JSON.stringify(this.written);
+    return same ? Promise.resolve() : this.#start(NOTHING, checkpoint, phase);
   }
 
   /** Waits for the batch being written, whatever its outcome. */

@@ -109,14 +109,12 @@ function bad(option: string, rule: string, received?: string): TypeError {
 }
 
 function checkSink<T>(sink: SyncSink<T>): SyncSink<T> {
+  const rule = "must have load and write (and lock, if any, a function)";
   if (
     typeof sink?.load !== "function" || typeof sink?.write !== "function" ||
     (sink.lock !== undefined && typeof sink.lock !== "function")
   ) {
-    throw bad(
-      "sink",
-      "must have load and write (and lock, if any, a function)",
-    );
+    throw bad("sink", rule);
   }
   return sink;
 }
@@ -236,10 +234,9 @@ function keyReader<T>(
     }
     const value = sortBy === undefined ? raw : fieldsOf(item)?.[sortBy];
     if (!isValue(value)) {
-      throw new SyncError(
-        `Cannot sync: item '${raw}' has no sort value in '${sortBy}'`,
-        "unordered",
-      );
+      const message =
+        `Cannot sync: item '${raw}' has no sort value in '${sortBy}'`;
+      throw new SyncError(message, "unordered");
     }
     return { value, id: String(raw) };
   };

@@ -7,7 +7,7 @@ import { type Committed, type PassRun, runPass } from "./_pass.ts";
 import type { Committer } from "./_committer.ts";
 import { copyReader, foreignPage, refuseForeign } from "./_cycle_end.ts";
 import { keyOfText, keyText } from "./_key_text.ts";
-import type { CopyReader, WindowGuard } from "./_window_guard.ts";
+import { before, type CopyReader, type WindowGuard } from "./_window_guard.ts";
 import type { SyncKey } from "./_window.ts";
 import type { SweepCursor } from "./sink.ts";
 
@@ -56,8 +56,7 @@ export async function confirmPassed<T>(
     let reached = false, ended = false;
     const commit = async (window: Committed<T>) => {
       committer.tally.read += window.items.length;
-      // Guarded, a window holding items and none of the copy's rows is another list's page, as in the sweep (unless a
-      // read at another address agrees): refused.
+      // Guarded, a window of items that is another list's page (`foreignPage`) is refused, as in the sweep.
       const foreign = guard !== undefined && window.items.length > 0 &&
         await foreignPage(run, guard, window, start.edge);
       if (foreign) return await refuseForeign(run, cursor.cycle);
@@ -115,11 +114,6 @@ function justBefore({ value, id }: SyncKey, descending: boolean): SyncKey {
   const last = id.charCodeAt(id.length - 1); // an id is never empty
   const unit = last > 0 ? String.fromCharCode(last - 1) + "\uffff" : "";
   return { value, id: id.slice(0, -1) + unit };
-}
-
-/** Whether key text `a` comes before `b` in the pass's order. */
-function before(descending: boolean, a: string, b: string): boolean {
-  return descending ? a > b : a < b;
 }
 
 /**

@@ -172,12 +172,8 @@ export function deletesRefused(
   what: string,
   needed: number,
 ): SyncError {
-  return Object.assign(
-    new SyncError(
-      `Cannot sync into ${what}: ${why}. If the list really lost them, run again with maxDeletes ${needed} (CLI: --max-deletes ${needed})`,
-      "too-many-deletes",
-      what,
-    ),
-    { maxDeletesNeeded: needed },
-  );
+  const message =
+    `Cannot sync into ${what}: ${why}. If the list really lost them, run again with maxDeletes ${needed} (CLI: --max-deletes ${needed})`;
+  const error = new SyncError(message, "too-many-deletes", what);
+  return Object.assign(error, { maxDeletesNeeded: needed });
 }

@@ -217,10 +217,9 @@ function unjoined(state: WindowState, plan: WindowPlan, path: string) {
 
 /** The pages of `path` do not join, because `why` (so they are no one list's). */
 function unjoinedPages(path: string, why: string): SyncError {
-  return new SyncError(
-    `Cannot sync ${path}: ${why}: the pages do not join (the list moves faster than it is read, or another list answered its first pages); what was committed stays`,
-    "unordered",
-  );
+  const message =
+    `Cannot sync ${path}: ${why}: the pages do not join (the list moves faster than it is read, or another list answered its first pages); what was committed stays`;
+  return new SyncError(message, "unordered");
 }
 
 /** Windows in a row whose first item is the same: how many, and how far apart. */
@@ -245,10 +244,9 @@ function repeatsOf(
   if (repeats.n < REPEATS || repeats.high - repeats.low < 2 * limit) {
     return repeats;
   }
-  throw new SyncError(
-    `Cannot sync ${path}: ${REPEATS} windows or more in a row, two pages or more apart, the last page ${plan.page} of ${limit}, began with the same item: the service seems to ignore 'page'; what was committed stays`,
-    "repeated-page",
-  );
+  const message =
+    `Cannot sync ${path}: ${REPEATS} windows or more in a row, two pages or more apart, the last page ${plan.page} of ${limit}, began with the same item: the service seems to ignore 'page'; what was committed stays`;
+  throw new SyncError(message, "repeated-page");
 }
 
 /** A window's verdict; a refused size is a verdict too (read smaller). */

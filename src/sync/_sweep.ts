@@ -113,9 +113,8 @@ class Sweeping<T> {
       // Refused: no more windows commit; those the budget still reads tell the share the refusal names.
       return config.signal?.throwIfAborted();
     }
-    // Taken though doubted, within the share, a window that holds no row of the copy is another list's page (a cache
-    // answering one URL with other ids at the same places: it removed 31 that exist), unless a read at another address
-    // agrees (every row there is gone).
+    // Taken though doubted, within the share: another list's page (`foreignPage`) is refused (a cache answering one
+    // URL with other ids at the same places removed 31 that exist).
     const retaken = guard?.retaken !== undefined &&
         guard.retaken === window.ids[0]
       ? guard
@@ -163,9 +162,7 @@ async function beginCycle<T>(committer: Committer<T>, cursor: SweepCursor) {
 }
 
 /** Gives up a cycle for a fresh one begun now (swept from the next run), with what it saw and staged. */
-async function beginAfresh<T>(
-  { config, committer }: SweepRun<T>,
-): Promise<void> {
+async function beginAfresh<T>({ config, committer }: SweepRun<T>) {
   const at = { now: config.now(), fresh: true };
   const begun = sweepStart(committer.latest, config, at);
   if (begun !== undefined) await beginCycle(committer, begun.sweep);
@@ -173,8 +170,7 @@ async function beginAfresh<T>(
 
 /** A cycle's first page that skipped an item the list holds at its start (`skipsStart`). */
 function startSkipped(path: string): SyncError {
-  return new SyncError(
-    `Cannot sync ${path}: the sweep's first page began after rows of the copy, though the list's first page, read at other sizes, shows them before it: page 1 was answered stale or shifted (a cache of that page); nothing of the cycle was committed or removed: run again`,
-    "unordered",
-  );
+  const message =
+    `Cannot sync ${path}: the sweep's first page began after rows of the copy, though the list's first page, read at other sizes, shows them before it: page 1 was answered stale or shifted (a cache of that page); nothing of the cycle was committed or removed: run again`;
+  return new SyncError(message, "unordered");
 }

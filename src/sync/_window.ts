@@ -303,10 +303,9 @@ function checkOrder(keys: readonly SyncKey[], order: Order, plan: WindowPlan) {
   const at = keys.findIndex((key, i) => i > 0 && order(keys[i - 1]!, key) > 0);
   if (at < 0) return;
   const [before, after] = [keys[at - 1]!.id, keys[at]!.id];
-  throw new SyncError(
-    `Cannot sync: the list is not in the asked order: '${after}' came after '${before}' (page ${plan.page}, limit ${plan.limit}; items of one sort value must come by id, compared as text)`,
-    "unordered",
-  );
+  const message =
+    `Cannot sync: the list is not in the asked order: '${after}' came after '${before}' (page ${plan.page}, limit ${plan.limit}; items of one sort value must come by id, compared as text)`;
+  throw new SyncError(message, "unordered");
 }
 
 /** Which of `keys` (in pass order, the first `older` at or before the edge) the pass commits. */

@@ -135,10 +135,8 @@ async function countFrom(
 ) {
   const except = new Set(ids);
   let count = 0;
-  for (
-    let page: readonly UnseenRow[] = [{ id: "", key: after }];
-    page.length > 0;
-  ) {
+  let page: readonly UnseenRow[] = [{ id: "", key: after }];
+  while (page.length > 0) {
     page = await copy.unseen(page.at(-1)!.key, upTo, COUNTED_PAGE);
     count += page.filter((row) => !except.has(row.id)).length;
   }
@@ -290,7 +288,11 @@ function backTo({ passed, descending }: WindowGuard, upTo: string): void {
 }
 
 /** Whether key text `a` comes before `b` in the pass's order (null: before every key). */
-function before(descending: boolean, a: string | null, b: string | null) {
+export function before(
+  descending: boolean,
+  a: string | null,
+  b: string | null,
+) {
   return b !== null && (a === null || (descending ? a > b : a < b));
 }
 
@@ -335,8 +337,7 @@ export async function rowsReader(
 ): Promise<CopyReader | undefined> {
   const unseen = new Map<string, SyncKey>();
   const seen: SyncKey[] = []; // with the unseen, where a row stands (`place`)
-  let held = 0;
-  let edgeHeld = false;
+  let held = 0, edgeHeld = false;
   for await (const row of rows) {
     if (++held > most) return undefined;
     edgeHeld ||= row.id === edge;
@@ -363,11 +364,8 @@ export async function rowsReader(
       const found: UnseenRow[] = [];
       // The first whose key comes after `after` (every key does after null).
       const past = (at: number) => before(descending, after, textAt(at));
-      for (
-        let at = firstPast(order.length, past);
-        at < order.length && found.length < most;
-        at++
-      ) {
+      for (let at = firstPast(order.length, past); at < order.length; at++) {
+        if (found.length >= most) break;
         const key = textAt(at);
         if (upTo !== null && before(descending, upTo, key)) break;
         const id = order[at]![0];
