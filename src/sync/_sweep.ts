@@ -151,7 +151,9 @@ async function checkStart<T>(
   const ask = { ids, first, limit, edge, page1, above: start + passed.length };
   const read = (limit: number, page: number) => listHead(run, limit, page);
   if (guard && await skipsStart(guard, ask, read)) {
-    throw startSkipped(config.identity.path);
+    const message =
+      `Cannot sync ${config.identity.path}: the sweep's first page began after rows of the copy, though the list's first page, read at other sizes, shows them before it: page 1 was answered stale or shifted (a cache of that page); nothing of the cycle was committed or removed: run again`;
+    throw new SyncError(message, "unordered");
   }
 }
 
@@ -166,11 +168,4 @@ async function beginAfresh<T>({ config, committer }: SweepRun<T>) {
   const at = { now: config.now(), fresh: true };
   const begun = sweepStart(committer.latest, config, at);
   if (begun !== undefined) await beginCycle(committer, begun.sweep);
-}
-
-/** A cycle's first page that skipped an item the list holds at its start (`skipsStart`). */
-function startSkipped(path: string): SyncError {
-  const message =
-    `Cannot sync ${path}: the sweep's first page began after rows of the copy, though the list's first page, read at other sizes, shows them before it: page 1 was answered stale or shifted (a cache of that page); nothing of the cycle was committed or removed: run again`;
-  return new SyncError(message, "unordered");
 }

@@ -1,5 +1,4 @@
-// Internal: a pass's decisions as pure functions over its state: what a returned window proves (_window_plan.ts: where
-// the next goes).
+// Internal: what a window proves, as pure functions over the pass's state (_window_plan.ts: where the next goes).
 // Invariant (docs/sync.md): every item keyed up to `edge` that existed for the whole run is in the sink, once.
 
 import { SyncError } from "./sync_error.ts";

@@ -65,8 +65,7 @@ export function planWindow(
   const reach = (target: number) => reaching(offset, target, cap, least);
   return reach(offset - 1 - margin) ?? reach(offset - 1 - MIN_MARGIN) ??
     reach(offset - 1) ??
-    // No size over `least` reads on (where they all divide the offset): one over the cap, else one it refused, whose
-    // 400 ends the run.
+    // No size over `least` reads on (all divide the offset): one over the cap, else one refused (its 400 ends the run).
     (least > 0
       ? over(offset, cap, most) ?? planWindow(offset, margin, cap)
       : placed(cap, Math.floor((offset - 1) / cap)));
