@@ -27,15 +27,14 @@ export function takeFileLock(
 ): Promise<FileLock> {
   const token = runToken();
   const stale = staleJudge(now, STALE_AFTER);
+  const taken = () => ({ taken: held(path, token, now) });
   return waitForLock<FileLock>(path, options, async () => {
-    if (await create(path, token, now)) {
-      return { taken: held(path, token, now) };
-    }
+    if (await create(path, token, now)) return taken();
     const current = await look(path);
     if (current === undefined) return { holder: "a run that just ended" };
     const over = stale(path, current) &&
       await takeOver(path, token, current.owner, { stale, now });
-    if (over) return { taken: held(path, token, now) };
+    if (over) return taken();
     return { holder: `pid ${current.pid}` };
   });
 }

@@ -18,8 +18,7 @@ export type UnseenRow = { readonly id: string; readonly key: string };
 export interface KeyedCopy {
   /**
    * The live rows cycle `cycle` has not seen with keys in `range`, in its order, at most `most`; a row whose key is
-   * unknown is keyed by `keyOf` first (one it cannot key is never answered; `signal` stops that between pages). Reads
-   * the rows, writes only their keys.
+   * unknown is keyed by `keyOf` first, the only write (one it cannot key never answered; `signal` stops between pages).
    */
   unseenBetween(
     cycle: number,

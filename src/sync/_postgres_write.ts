@@ -129,9 +129,8 @@ function batchSteps(table: string, stages: boolean): string[] {
 }
 
 /**
- * Ending a cycle: the rows it did not see (neither in the batch nor kept), and the guard on their count; once it
- * passed (`gated`), what the cycle staged is inserted (not what the batch writes, which is newer), the stage cleared,
- * and the unseen rows removed or marked.
+ * Ending a cycle: the rows it did not see (neither in the batch nor kept), the guard on their count; once it passed
+ * (`gated`), what it staged inserted (not what the batch writes: newer), the stage cleared, the unseen gone or marked.
  */
 function cycleEndSteps(table: string, shape: Shape, gated: string): string[] {
   const [ends, { cycle, at }] = [shape.ends!, shape]; // asked only at a cycle's end

@@ -85,7 +85,6 @@ export function sqlSink<T>(
   let signal: AbortSignal | undefined; // the run's, from lock()
   const check = async (signal?: AbortSignal) =>
     checked = judgeCopy(await dialect.read(signal), dialect);
-  // Every step rejects with what the dialect makes of its failure.
   const failing =
     <A extends unknown[], R>(step: (...a: A) => Promise<R>) => (...a: A) =>
       step(...a).catch((error: unknown): never => {
@@ -200,8 +199,7 @@ function judgeCopy(
 
 /**
  * The batch as the table holds it: each id once (its last); an id or text it cannot hold skipped, not stopping runs.
- * A skipped item is still in the list: its row, if any (`kept`), stays as it was, seen, never removed or marked, as do
- * the rows the cycle's end keeps (`context.kept`).
+ * A skipped item is still in the list: its row (`kept`) stays as it was, seen, never removed or marked; so do `context.kept`'s.
  */
 export function storable(
   items: readonly unknown[],
@@ -289,9 +287,8 @@ export const unkeySql = (table: string, when = "") =>
   `UPDATE ${table} SET partner_api_key = NULL WHERE partner_api_key IS NOT NULL${when}`;
 
 /** `"<table>_changes"`, the change table of a quoted table. */
-export function changeTableOf(table: string): string {
-  return `"${table.slice(1, -1)}_changes"`;
-}
+export const changeTableOf = (table: string) =>
+  `"${table.slice(1, -1)}_changes"`;
 
 /**
  * What a copy holds, as a dialect reads it: the checkpoint row's text, the table's rows now (0 without one), the rows

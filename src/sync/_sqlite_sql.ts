@@ -166,8 +166,7 @@ export function statements(db: DatabaseSync, table: string) {
 
 /**
  * The upserts of ROWS rows and of one, without and with written rows returned (a change table's: returning costs a
- * write). Only a new, changed or marked row is written (not one 0.4 wrote, for its key: `keyedCopy` keys those); a new
- * one's rowid is above all before the batch.
+ * write). Only a new, changed or marked row is written (not one 0.4 wrote, for its key: `keyedCopy` keys those).
  */
 function upserts(q: (sql: string) => StatementSync, table: string) {
   return [ROWS, 1].flatMap((rows) =>

@@ -237,11 +237,8 @@ class JsonlCopy {
 
   /**
    * A write without `lock()` takes the copy's lock for itself, one such write at a time, and writes from the copy as it
-   * then stands (another process's run may hold it meanwhile). Refused (`"sink-mismatch"`), lest an older checkpoint
-   * be put back or one count items never written, when the copy changed since its caller last saw it (a `load()` or a
-   * commit of this sink; a sink never loaded: since its first look) other than by this sink's writes without `lock()`
-   * called before it, or when a write of this sink failed since the caller's last `load()` or commit under `lock()`.
-   * Every `load()` of this sink is its writer's: a poll belongs on a sink of its own.
+   * then stands (another process's run may hold it meanwhile); refused (`"sink-mismatch"`) when it may not stand on
+   * what its caller saw (_unlocked_writes.ts), lest an older checkpoint be put back or one count items never written.
    */
   write(...batch: Batch) {
     if (this.#lock !== undefined && this.#lock === this.#userLock) {

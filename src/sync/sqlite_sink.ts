@@ -202,8 +202,7 @@ class SqliteDialect implements kit.SqlDialect {
     const at = this.#file ?? tried(() => this.#db.location()) ?? undefined;
     const size = at ? (await stat(at).catch(() => undefined))?.size ?? 0 : 0;
     if (size > 0 && size < 512) throw notSqlite(at!);
-    // Empty beside a write-ahead log (SQLite writes the header first: something else emptied it), SQLite would drop
-    // the log and its rows.
+    // Empty beside its write-ahead log (SQLite writes the header first: something else emptied it): SQLite would drop its rows.
     const log = size === 0 && at ? await stat(`${at}-wal`).catch(() => {}) : 0;
     if (log && log.size > 0) {
       const why = "it is empty beside its -wal file, which holds its rows";
@@ -372,11 +371,9 @@ function openDatabase(path: string): DatabaseSync {
     process.getBuiltinModule?.("node:sqlite") as Sqlite | undefined
   );
   if (sqlite?.DatabaseSync === undefined) {
-    throw typeError(
-      CONTEXT,
-      "database",
-      "needs node:sqlite, which Deno 2.2+, Node 22.13+ (22.5+ with --experimental-sqlite) and Bun have; on this runtime use createJsonlSink or createPostgresSink",
-    );
+    const rule =
+      "needs node:sqlite, which Deno 2.2+, Node 22.13+ (22.5+ with --experimental-sqlite) and Bun have; on this runtime use createJsonlSink or createPostgresSink";
+    throw typeError(CONTEXT, "database", rule);
   }
   if (path !== ":memory:") createPrivate(path);
   try {
