@@ -130,7 +130,7 @@ function batchSteps(table: string, stages: boolean): string[] {
 
 /**
  * Ending a cycle: the rows it did not see (neither in the batch nor kept), the guard on their count; once it passed
- * (`gated`), what it staged inserted (not what the batch writes: newer), the stage cleared, the unseen gone or marked.
+ * (`gated`), what it staged inserted (not what the batch writes: newer), the stage cleared, the unseen removed or marked.
  */
 function cycleEndSteps(table: string, shape: Shape, gated: string): string[] {
   const [ends, { cycle, at }] = [shape.ends!, shape]; // asked only at a cycle's end

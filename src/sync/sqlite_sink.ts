@@ -202,7 +202,7 @@ class SqliteDialect implements kit.SqlDialect {
     const at = this.#file ?? tried(() => this.#db.location()) ?? undefined;
     const size = at ? (await stat(at).catch(() => undefined))?.size ?? 0 : 0;
     if (size > 0 && size < 512) throw notSqlite(at!);
-    // Empty beside its write-ahead log (SQLite writes the header first: something else emptied it): SQLite would drop its rows.
+    // Empty beside its -wal (SQLite writes the header first: something else emptied it): SQLite would drop the log's rows.
     const log = size === 0 && at ? await stat(`${at}-wal`).catch(() => {}) : 0;
     if (log && log.size > 0) {
       const why = "it is empty beside its -wal file, which holds its rows";
