@@ -40,12 +40,8 @@ const KEY_PAGE = 1_000;
  *
  * const sent: string[] = [];
  * // Stand-ins for `new pg.Pool(...)` (answers `{ rows }`) and postgres.js's `postgres(...)` (answers the rows).
- * const pool = {
- *   query: (text: string, _params: string[]) => (sent.push(text), Promise.resolve({ rows: [] as unknown[] })),
- * };
- * const sql = {
- *   unsafe: (text: string, _params: string[]) => (sent.push(text), Promise.resolve([] as unknown[])),
- * };
+ * const pool = { query: (text: string, _params: string[]) => (sent.push(text), Promise.resolve({ rows: [] as unknown[] })) };
+ * const sql = { unsafe: (text: string, _params: string[]) => (sent.push(text), Promise.resolve([] as unknown[])) };
  * const withPg: PostgresSinkOptions = { query: (text, params) => pool.query(text, params), table: "transactions" };
  * const withPostgresJs: PostgresSinkOptions = { query: (text, params) => sql.unsafe(text, params), table: "transactions" };
  * deepStrictEqual(await createPostgresSink(withPg).load(), undefined); // no copy yet
