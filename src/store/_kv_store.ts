@@ -8,7 +8,6 @@ import { unchangedFor } from "../core/_clock.ts";
 import { recordLifetime, RecordSeals, type SealedRecord } from "./_record.ts";
 import { entryNames } from "./_key.ts";
 import {
-  CAS_ATTEMPTS,
   coordinateByLease,
   type FleetStoreConfig,
   type LeaseDatabase,
@@ -96,9 +95,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
 
   async get(key: string): Promise<TokenRecord | undefined> {
     const { record } = await this.#keysOf(key);
-    const floor = this.#seals.floor(key);
-    const entry = await unlocked(() => this.#kv.get<SealedRecord>(record));
-    return await this.#open(key, entry.value, floor);
+    return (await this.#current(key, record))[0];
   }
 
   set(key: string, record: TokenRecord): Promise<void> {
@@ -119,7 +116,7 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     const read = () => this.#current(key, record);
     const swap = (next: TokenRecord, entry: Deno.AtomicCheck) =>
       this.#swap(key, record, next, [entry]);
-    return await updateBy(change, read, swap, CAS_ATTEMPTS, action);
+    return await updateBy(change, read, swap, action);
   }
 
   coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {
@@ -188,8 +185,9 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   ): Promise<boolean> {
     return this.#seals.write(key, record, async (sealed) => {
       const swap = () =>
-        also(this.#kv.atomic().check(...checks))
-          .set(name, sealed, this.#expiry(record)).commit();
+        also(this.#kv.atomic().check(...checks)).set(name, sealed, {
+          expireIn: recordLifetime(record, this.#config.now()),
+        }).commit();
       return (await unlocked(swap)).ok;
     });
   }
@@ -211,10 +209,6 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     if (typeof until !== "number" || until <= this.#config.now()) return true;
     const seen = `${holder} ${until}`;
     return this.#leaseUnchanged(key, seen) >= this.#config.leaseDuration;
-  }
-
-  #expiry(record: TokenRecord): { expireIn: number } {
-    return { expireIn: recordLifetime(record, this.#config.now()) };
   }
 
   /** Anything but a sealed record (0.2's plain one, another program's value) counts as absent. */

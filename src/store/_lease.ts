@@ -104,7 +104,7 @@ export type RecordChange = Parameters<NonNullable<TokenStore["update"]>>[1];
  * A set(), an update() or a publish gives up only past contention no fleet meets: each attempt lost was another write
  * that landed (Redis's update() gave up after 10, a count kept from discard(): 20 writers at once lost half).
  */
-export const CAS_ATTEMPTS = 100;
+const CAS_ATTEMPTS = 100;
 /**
  * The longest pause before a compare-and-set is tried again, in ms. Each loser trying again at once, one write landed
  * a round and the rest lost again: 200 store objects updating one Redis record at once gave up 98 times after
@@ -119,10 +119,9 @@ export async function updateBy<Seen>(
   change: RecordChange,
   read: () => Promise<[TokenRecord | undefined, Seen]>,
   write: (next: TokenRecord, seen: Seen) => Promise<boolean>,
-  attempts = CAS_ATTEMPTS,
   action: "set" | "update" = "update",
 ): Promise<TokenRecord | undefined> {
-  for (let attempt = 0; attempt < attempts; attempt++) {
+  for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
     if (attempt > 0) {
       await delay(Math.random() * Math.min(2 ** attempt, MAX_CAS_PAUSE));
     }

@@ -20,7 +20,6 @@ import {
   text,
 } from "./_redis_commands.ts";
 import {
-  CAS_ATTEMPTS,
   coordinateByLease,
   type FleetStoreConfig,
   type LeaseDatabase,
@@ -74,8 +73,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
 
   async get(key: string): Promise<TokenRecord | undefined> {
     const { record } = await this.#keysOf(key);
-    const floor = this.#seals.floor(key);
-    return await this.#decode(key, await this.#read(record), floor);
+    return (await this.#current(key, record))[0];
   }
 
   set(key: string, record: TokenRecord): Promise<void> {
@@ -99,7 +97,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
         const args = [seen.value, ...this.#value(sealed, next)];
         return await this.#script("swap", [record], args) === 1;
       });
-    return await updateBy(change, read, swap, CAS_ATTEMPTS, action);
+    return await updateBy(change, read, swap, action);
   }
 
   coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {

@@ -1,13 +1,10 @@
 /**
- * OpenTelemetry for the partner API client: `openTelemetry()` returns an
- * `onEvent` listener that records spans and metrics through
- * `@opentelemetry/api`; no attribute ever holds the secret or a token. With
- * Deno's built-in OpenTelemetry (`OTEL_DENO=true`) they are exported with no
- * other setup; elsewhere, register an SDK as usual.
+ * OpenTelemetry for the partner API client: `openTelemetry()` returns an `onEvent` listener that records spans and
+ * metrics through `@opentelemetry/api`; no attribute ever holds the secret or a token. With Deno's built-in
+ * OpenTelemetry (`OTEL_DENO=true`) they are exported with no other setup; elsewhere, register an SDK as usual.
  *
- * It records spans of token requests and crawls, and metrics of token requests,
- * the quota left and request durations (in seconds, with the HTTP semantic
- * conventions' metric): their names and attributes are in docs/events.md.
+ * It records spans of token requests and crawls, and metrics of token requests, the quota left and request durations
+ * (in seconds, with the HTTP semantic conventions' metric): their names and attributes are in docs/events.md.
  *
  * @example A client whose token requests and crawls show in traces
  * ```ts

@@ -25,8 +25,7 @@
 export type TelemetryAttributes = Record<string, string | number | boolean>;
 
 /**
- * What {@linkcode openTelemetry} needs of a tracer: any `Tracer` of
- * `@opentelemetry/api` is one.
+ * What {@linkcode openTelemetry} needs of a tracer: any `Tracer` of `@opentelemetry/api` is one.
  *
  * @example The spans of a crawl
  * ```ts
@@ -56,8 +55,7 @@ export interface TelemetryTracer {
 }
 
 /**
- * What {@linkcode openTelemetry} needs of a meter: any `Meter` of
- * `@opentelemetry/api` is one.
+ * What {@linkcode openTelemetry} needs of a meter: any `Meter` of `@opentelemetry/api` is one.
  *
  * @example The quota left, as a gauge
  * ```ts

@@ -13,10 +13,7 @@ import { isPermissionError, netPermissionFix } from "../core/_cause.ts";
 import { given } from "../core/_check.ts";
 
 /** What a hint is made from: the endpoint's names, address and audience, never its secret. */
-type HintSource = Pick<
-  TokenEndpoint,
-  "names" | "where" | "url" | "audience"
->;
+type HintSource = Pick<TokenEndpoint, "names" | "where" | "url" | "audience">;
 
 /**
  * What to check after this failure; `undefined` when no setting can help (a
