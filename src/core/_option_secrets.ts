@@ -40,12 +40,8 @@ export function secretOutOfChecks<T>(secret: unknown, check: () => T): T {
 export function withoutSecretEcho<E>(error: E, secret: unknown): E {
   if (typeof secret !== "string") return error;
   const held = holderOf(secret);
-  return echoHidden(
-    error,
-    (text) => [text, held(text)],
-    "[client_secret]",
-    SECRET_IN_OPTIONS,
-  );
+  const clean = (text: string): Cleaned => [text, held(text)];
+  return echoHidden(error, clean, "[client_secret]", SECRET_IN_OPTIONS);
 }
 
 /** A text as cleaned, and whether it still holds what is hidden. */

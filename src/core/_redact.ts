@@ -223,10 +223,8 @@ export function* readings(run: string): Generator<string> {
   const text = run.replace(/=+$/, "").replaceAll("-", "+").replaceAll("_", "/");
   for (let skip = 0; skip < 4; skip++) {
     // A last group of 2 or 3 characters holds 1 or 2 bytes (unpadded base64url ends so: a secret's last ones); of 1, none.
-    const aligned = text.slice(
-      skip,
-      (text.length - skip) % 4 === 1 ? -1 : undefined,
-    );
+    const end = (text.length - skip) % 4 === 1 ? -1 : undefined;
+    const aligned = text.slice(skip, end);
     const bytes = tried(() =>
       Uint8Array.from(atob(aligned), (c) => c.charCodeAt(0))
     );

@@ -247,9 +247,8 @@ function missingError(missing: string[], read: ReadVariable, env: EnvSource) {
   );
   const are = missing.length === 1 ? "is" : "are";
   const also = hints.length > 0 ? ` (${hints.join("; ")})` : "";
-  return configError(missing[0]!, "is not set", missing, {
-    text: `${missing.join(", ")} ${are} not set${also}`,
-  });
+  const text = `${missing.join(", ")} ${are} not set${also}`;
+  return configError(missing[0]!, "is not set", missing, text);
 }
 
 /**
@@ -284,7 +283,7 @@ function configError(
   option: string,
   rule: string,
   missing: readonly string[] = [],
-  { text = `${option} ${rule}` } = {},
+  text = `${option} ${rule}`,
 ): ConfigError {
   return Object.assign(new TypeError(`${CONTEXT}: ${text}`), {
     option,

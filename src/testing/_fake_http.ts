@@ -27,10 +27,7 @@ const FAULT_BOUNDS = [
 
 const KINDS: readonly FakeFault["kind"][] = ["status", "delay", "drop", "body"];
 
-/**
- * `faults` (the option of that name), checked: a fault mistyped would answer a 500 of its own, which a test takes for
- * the one it scripted.
- */
+/** `faults`, checked: a fault mistyped would answer a 500 of its own, which a test takes for the one it scripted. */
 export function checkedFaults(faults: readonly FakeFault[], context: string) {
   if (!Array.isArray(faults)) {
     throw typeError(context, "faults", "must be an array", typeof faults);

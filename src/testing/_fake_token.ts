@@ -7,7 +7,7 @@ import {
   quotaResetAfter,
 } from "../core/quota.ts";
 import { fieldsOf } from "../core/_check.ts";
-import { json, oauthError, randomText } from "./_fake_http.ts";
+import { type Decorate, json, oauthError, randomText } from "./_fake_http.ts";
 import type { FakeCredentials } from "./fake_options.ts";
 
 interface TokenEndpointSetup extends FakeCredentials {
@@ -31,10 +31,7 @@ export function fakeTokenEndpoint(setup: TokenEndpointSetup) {
   const tokens = new Map<string, number>(); // token → epoch ms of its expiry
   let issued = 0;
   /** Sets the quota header as it stands now, then `headers`, on `response`. */
-  const withQuota = (
-    response: Response,
-    headers: Readonly<Record<string, string>> = {},
-  ): Response => {
+  const withQuota: Decorate = (response, headers = {}) => {
     response.headers.set(QUOTA_HEADER, formatQuotaHeader(quota.buckets()));
     for (const [name, value] of Object.entries(headers)) {
       response.headers.set(name, value);
@@ -82,7 +79,6 @@ export function fakeTokenEndpoint(setup: TokenEndpointSetup) {
       const expiresAt = tokens.get(accessToken);
       return expiresAt !== undefined && now() < expiresAt;
     },
-    /** Forgets every token issued so far. */
     revoke: () => tokens.clear(),
   };
 }
@@ -140,9 +136,7 @@ export function quotaCounter(
     return windows;
   };
   return {
-    /** Whether every bucket has a token left. */
     available: () => current().every((window) => window.used < window.limit),
-    /** Spends one token from every bucket. */
     spend: () => current().forEach((window) => window.used++),
     /** The buckets as they stand now. */
     buckets(): QuotaBucket[] {

@@ -101,10 +101,8 @@ export function insertItem(resource: ListResource, item: Readonly<Item>) {
     throw refused(`must have a string or number '${idField}'`, typeof key);
   }
   if (resource.items.some((other) => other[idField] === key)) {
-    throw refused(
-      `must have a '${idField}' the list does not hold`,
-      String(key),
-    );
+    const rule = `must have a '${idField}' the list does not hold`;
+    throw refused(rule, String(key));
   }
   const copy = { ...item };
   resource.items.push(copy);

@@ -188,12 +188,10 @@ export async function startFakePartnerApi(
 
 /** The two ports, both checked before either serves: a refused one leaves no server running. */
 function portsOf(options: FakePartnerApiOptions) {
-  const port = (name: "port" | "pciPort") =>
-    checkAtMost(
-      checkNumber(options[name], 0, "non-negative integer", CONTEXT, name),
-      65_535,
-      CONTEXT,
-      name,
-    );
+  const port = (name: "port" | "pciPort") => {
+    const rule = "non-negative integer";
+    const value = checkNumber(options[name], 0, rule, CONTEXT, name);
+    return checkAtMost(value, 65_535, CONTEXT, name);
+  };
   return { main: port("port"), pci: port("pciPort") };
 }

@@ -181,13 +181,9 @@ export function createFakePartnerService(
     injectTokenFaults: inject(state.tokenFaults, "token"),
     injectApiFaults: inject(state.apiFaults, "API"),
     insertTransactions: (added) => {
-      const count = checkNumber(
-        added,
-        undefined,
-        "non-negative integer",
-        "Cannot insert transactions",
-        "count",
-      );
+      const rule = "non-negative integer";
+      const context = "Cannot insert transactions";
+      const count = checkNumber(added, undefined, rule, context, "count");
       const transactions = lists.get("transactions")!;
       const random = seededRandom(transactions.serial);
       appendItems(transactions, count, now(), random);
@@ -293,12 +289,11 @@ function serviceState(options: FakePartnerServiceOptions) {
   });
   const seed = checked(options.seed, 1, "seed", "safe integer");
   const cut = oneOf(options.beyondMaxLimit, BEYOND, CONTEXT, "beyondMaxLimit");
-  const sizes = sizesOf(options.items);
   return {
     now,
     credentials,
     endpoint,
-    lists: generateLists(sizes, seed, now()),
+    lists: generateLists(sizesOf(options.items), seed, now()),
     latency: checked(options.latency, 0, "latency", `non-negative ${WHOLE}`),
     listEnvelope: oneOf(
       options.listEnvelope,
@@ -347,13 +342,10 @@ function credentialsOf(options: Partial<FakeCredentials> | undefined) {
 function sizesOf(given: Partial<ListSizes> | undefined): ListSizes {
   const items = part(given, "items");
   // Each item is made at once: 10 million is about 3 GB; 1e9 ran out of memory with no error.
-  const size = (list: keyof ListSizes, fallback: number) =>
-    checkAtMost(
-      checked(items[list], fallback, `items.${list}`),
-      MOST_ITEMS,
-      CONTEXT,
-      `items.${list}`,
-    );
+  const size = (list: keyof ListSizes, fallback: number) => {
+    const count = checked(items[list], fallback, `items.${list}`);
+    return checkAtMost(count, MOST_ITEMS, CONTEXT, `items.${list}`);
+  };
   return {
     organizations: size("organizations", 25),
     transactions: size("transactions", 500),
