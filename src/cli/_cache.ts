@@ -39,8 +39,7 @@ export function openCache(
 /**
  * Why `folder` is not this user's alone, in one line, or `undefined`. It is created 0700 if absent; it and every entry
  * must be no link, owned by this user (the owner of a file created there: `Deno.uid()` needs --allow-sys) and writable
- * by nobody else, or another local user could read or plant the token files, or hold their lock. A file in its place
- * is refused too: no token could be kept.
+ * by nobody else, or another local user could read or plant the token files, or hold their lock.
  */
 function notOwnFolder(folder: string): string | undefined {
   // It exists (checked below), or cannot be made.

@@ -49,8 +49,7 @@ export function programOf(helpHint: string | undefined): string {
 }
 
 /**
- * Reads every variable and names all that are missing at once; `unread` ones count as unset (a flag set them, or the
- * command has no use for them).
+ * Reads every variable, naming all missing at once; `unread` ones count as unset (set by a flag, or of no use here).
  * @throws {UsageError} For missing or unreadable variables, or values `defineEnvironment` refuses (named by variable).
  */
 export function readConfig(
@@ -186,7 +185,6 @@ export async function knownTokens(
 /**
  * The access token the cache holds for `config`, read without a request from a folder that exists (none is made), to
  * be kept out of what is printed, never used: with `--no-cache` too (a word given may hold one an earlier run cached).
- * "" when none is readable.
  */
 async function cachedToken(run: RunIo, config: PartnerApiConfig) {
   const { clientSecret, environment, clientId } = config;

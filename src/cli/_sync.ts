@@ -233,7 +233,11 @@ function withReason(error: SyncError, request: SyncRequest): SyncError {
   const why = `${
     REASONS[error.reason]
   } (${error.reason}; its details held a secret or token and are not shown).`;
-  const message = `Cannot sync into ${request.target}: ${why}`;
+  return reworded(error, `Cannot sync into ${request.target}: ${why}`);
+}
+
+/** `error` in other words: its reason, path and `maxDeletesNeeded` kept, itself the cause. */
+function reworded(error: SyncError, message: string): SyncError {
   return Object.assign(
     new SyncError(message, error.reason, error.path, { cause: error }),
     given({ maxDeletesNeeded: error.maxDeletesNeeded }),
@@ -263,14 +267,9 @@ function confirmHint(
     : `${programOf(helpHint)} ${confirmArgs(request.args, needed)}`;
   const what = error.message.replace(/^Cannot sync into [^:]+: /, "")
     .replace(/ If the list really lost them.*$/, "");
-  return Object.assign(
-    new SyncError(
-      `${request.target}: ${what} If the list really lost them, confirm with: ${command}`,
-      "too-many-deletes",
-      error.path,
-      { cause: error },
-    ),
-    given({ maxDeletesNeeded: needed }),
+  return reworded(
+    error,
+    `${request.target}: ${what} If the list really lost them, confirm with: ${command}`,
   );
 }
 

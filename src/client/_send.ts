@@ -274,10 +274,9 @@ class ApiRequest<T>
       this.context.rateLimiter?.refused();
     }
     const step = nextStep(attempted(this, response), this, this.context.retry);
-    if (step.do === "deliver") {
-      return deliver(this, response!, deadline, attempts);
-    }
-    return carryOut(this, response, deadline, attempts, step);
+    return step.do === "deliver"
+      ? deliver(this, response!, deadline, attempts)
+      : carryOut(this, response, deadline, attempts, step);
   }
 
   heard(
