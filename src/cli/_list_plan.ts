@@ -77,8 +77,7 @@ function orderOf(values: Values) {
 
 /**
  * `--since FIELD=VALUE`: the list, newest first by FIELD, stops at the first item whose FIELD is older than VALUE (or
- * that has none). VALUE is an ISO 8601 date or a number: two dates compare as instants, two numbers as numbers, a
- * FIELD of other text as text.
+ * missing). VALUE is an ISO 8601 date or a number: two dates compare as instants, two numbers as numbers, else as text.
  */
 export function since(text: string) {
   const [, field, value] = /^([^=]+)=(.+)$/s.exec(text) ?? [];

@@ -172,10 +172,7 @@ function shownIo(io: RunIo, clientSecret: string) {
  * configuration ({@linkcode cachedToken}: a flag refused before the session asked for a token may echo it). Each as
  * long as a secret redacted: "e" would cut words.
  */
-export async function knownTokens(
-  run: RunIo,
-  session: Session | undefined,
-): Promise<readonly string[]> {
+export async function knownTokens(run: RunIo, session: Session | undefined) {
   if (session) return session.tokens();
   const optional = Object.values(CONFIG_OPTIONAL_VARIABLES);
   const config = tried(() => readConfig(run, optional));

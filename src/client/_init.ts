@@ -22,10 +22,7 @@ export function holdsMore(init: RequestInit): boolean {
 }
 
 /** The init's fault, as a TypeError (`option: "init"`), when fetch cannot make a request of it; else undefined. */
-export function initFault(
-  request: InitOf,
-  init: RequestInit = request.init,
-): TypeError | undefined {
+export function initFault(request: InitOf, init: RequestInit = request.init) {
   try {
     // Headers given as pairs are copied here, and a bad one throws (quoting its value): caught too.
     const headers = withBearer(init.headers, request.accessToken);

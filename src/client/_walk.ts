@@ -125,11 +125,7 @@ function* kept<T>(
 }
 
 /** The items of a fetched page, which must be an array of at most `limit` (a source that sends more ignores it). */
-function itemsOf<T>(
-  fetched: Fetched<T>,
-  page: number,
-  limit: number,
-): readonly T[] {
+function itemsOf<T>(fetched: Fetched<T>, page: number, limit: number) {
   const items = fetched.items as unknown;
   const fault = !Array.isArray(items)
     ? `is not an array: received ${items === null ? "null" : typeof items}`
