@@ -21,12 +21,10 @@ export function parseEnvFile(text: string): Map<string, string> {
 
 function unquote(value: string): string {
   const quote = value[0];
-  if ((quote === '"' || quote === "'") && value.length > 1) {
-    const end = value.indexOf(quote, 1);
-    if (end > 0) {
-      const inner = value.slice(1, end);
-      return quote === '"' ? inner.replaceAll("\\n", "\n") : inner;
-    }
+  const end = quote === '"' || quote === "'" ? value.indexOf(quote, 1) : -1;
+  if (end > 0) {
+    const inner = value.slice(1, end);
+    return quote === '"' ? inner.replaceAll("\\n", "\n") : inner;
   }
   // Unquoted: a comment starts at " #".
   return value.replace(/\s+#.*$/, "");
