@@ -203,8 +203,7 @@ function explained(
       `--to ${target} holds a copy made with other options (${what}); give --to another file, or the same --id, --sort-by, --sort-direction and --query`,
     );
   }
-  if (cannotWrite(error)) return usageCannotWrite(error, request);
-  return error;
+  return cannotWrite(error) ? usageCannotWrite(error, request) : error;
 }
 
 /** What each reason means and what to do, for a SyncError whose words held a token (an id quoting one) and went. */

@@ -34,8 +34,7 @@ const RENAMED: Record<string, string> = {
 
 /** The client's checked options: its own environment and what sending needs. */
 export function clientConfig(options: ClientOptions) {
-  const secret = fieldsOf(options)?.clientSecret;
-  return secretOutOfChecks(secret, () => {
+  return secretOutOfChecks(fieldsOf(options)?.clientSecret, () => {
     requireOptions(options, CONTEXT);
     for (const [old, now] of Object.entries(RENAMED)) {
       if (old in options) throw typeError(CONTEXT, old, `is now '${now}'`);
