@@ -98,15 +98,19 @@ Deno.test("a bad --token-body, --client-authentication or variable value is a us
   equal(api.tokenRequests, 0);
 });
 
-Deno.test("--fields with a typo is a usage error with the nearest key, exit 2", async () => {
+Deno.test("--fields with a typo is a usage error with the nearest key, exit 2, nothing written in any format", async () => {
   await using api = await startFakePartnerApi({ items: { cardholders: 3 } });
-  const typo = await run(
-    ["list", "cardholders", "--fields", "cardholderID,nmae", "--no-cache"],
-    configFor(api),
-  );
-  equal(typo.code, 2);
-  equal(typo.stdout, "");
-  match(typo.stderr, /'nmae'; did you mean name\?/);
+  // A CSV header or JSON's "[]" was written before the refusal.
+  for (const format of ["jsonl", "json", "csv", "table"]) {
+    const typo = await run(
+      ["list", "cardholders", "--fields", "cardholderID,nmae", "--no-cache"]
+        .concat(["--format", format]),
+      configFor(api),
+    );
+    equal(typo.code, 2);
+    equal(typo.stdout, "", format);
+    match(typo.stderr, /'nmae'; did you mean name\?/);
+  }
   const right = await run(
     ["list", "cardholders", "--fields", "cardholderID,name", "--no-cache"],
     configFor(api),

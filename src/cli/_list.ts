@@ -24,16 +24,16 @@ export function onCtrlC(io: Session["io"]) {
   return { signal: interrupt.signal, stop: io.onInterrupt?.(abort) };
 }
 
-/** @throws {UsageError} For the first of `fields` no item of the first page has, with the nearest key. */
-function checkFields(fields: readonly string[], page: readonly unknown[]) {
+/** The refusal of the first of `fields` no item of the first page has, with the nearest key. */
+function fieldsRefusal(fields: readonly string[], page: readonly unknown[]) {
   const keys = new Set(
     page.flatMap((item) => Object.keys(fieldsOf(item) ?? {})),
   );
   const unknown = fields.find((field) => !keys.has(field));
-  if (unknown === undefined) return;
+  if (unknown === undefined) return undefined;
   const near = nearest(unknown, [...keys]);
   const hint = near ? `; did you mean ${near}?` : "";
-  throw new UsageError(
+  return new UsageError(
     `--fields: no item of the first page has '${unknown}'${hint}`,
   );
 }
@@ -62,11 +62,12 @@ export async function runList(
   const ctrlC = onCtrlC(io);
   const options = { ...request.options, signal: ctrlC.signal };
   // With --fields, a typo is a usage error, not a column of nothing: checked on the first page with items, before output.
-  let unchecked = request.fields;
+  let unchecked = request.fields, refusal: UsageError | undefined;
   try {
     for await (const page of session.client.pages(request.path, options)) {
       if (unchecked !== undefined && page.items.length > 0) {
-        checkFields(unchecked, page.items);
+        refusal = fieldsRefusal(unchecked, page.items);
+        if (refusal) throw refusal;
         unchecked = undefined;
       }
       if (shared) progress?.clear();
@@ -76,8 +77,8 @@ export async function runList(
   } finally {
     ctrlC.stop?.();
     if (shared) progress?.clear();
-    // Whatever stopped the list, what was written stays whole.
-    writer.end();
+    // Whatever stopped the list, what was written stays whole; a refused --fields wrote nothing (no header, no "[]").
+    if (refusal === undefined) writer.end();
     progress?.done();
   }
 }
