@@ -16,7 +16,9 @@ import { clientSecret, refusalShown, sendExchange } from "./_send.ts";
  * import { equal } from "node:assert/strict";
  *
  * async function countOrganizations(client: PartnerClient): Promise<number> {
- *   return (await Array.fromAsync(client.list("organizations"))).length;
+ *   let count = 0;
+ *   for await (const _ of client.list("organizations")) count++;
+ *   return count;
  * }
  * await using api = await startFakePartnerApi({ items: { organizations: 3 } });
  * equal(await countOrganizations(createClient({ environment: api.environment, ...api.credentials })), 3);

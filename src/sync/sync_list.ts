@@ -144,7 +144,7 @@ async function runFrom<T>(
       skippedIds: [...tally.skippedIds],
       requests: requests.count,
       resumed: start.resumed,
-      // A cycle this run began and ended verified the whole copy: none is behind (a shift may be items it never lost).
+      // A cycle this run began and completed verified the whole copy: none is behind (a shift may be items it never lost).
       behind: (verifiedAt ?? -Infinity) >= run.startedAt
         ? 0
         : Math.max(0, (shift ?? 0) - sweepInserted),
