@@ -838,18 +838,8 @@ for (
       }));
       items = [...fresh.reverse(), ...items.slice(schedule.lost)];
     };
-    const list = listOf(() => items);
-    using db = new DatabaseSync(":memory:");
-    using sink = createSqliteSink(db, { table: "t" });
-    const run = (sweep: number) =>
-      syncList(list.client, "things", {
-        id: "thingID",
-        sortDirection: "DESC",
-        maxLimit: 50,
-        sink,
-        sweep,
-        maxDeletes: 1,
-      });
+    using copy = newestFirstCopy(() => items, { id: "thingID", maxDeletes: 1 });
+    const { db, run } = copy;
     await run(Infinity);
     for (let runs = 0; runs < 100; runs++) {
       change();
@@ -878,18 +868,8 @@ Deno.test("newest first, the copy's newest item moved 45 places down each run (i
   );
   const sorted = () =>
     items.toSorted((a, b) => b.v - a.v || (a.id < b.id ? 1 : -1));
-  const list = listOf(sorted);
-  using db = new DatabaseSync(":memory:");
-  using sink = createSqliteSink(db, { table: "t" });
-  const run = (sweep: number) =>
-    syncList(list.client, "things", {
-      id: "id",
-      sortBy: "v",
-      sortDirection: "DESC",
-      maxLimit: 50,
-      sink,
-      sweep,
-    });
+  using copy = newestFirstCopy(sorted, { id: "id", sortBy: "v" });
+  const { db, run } = copy;
   let { verifiedAt } = await run(Infinity), cycles = 0;
   items = items.filter((item) => item.id !== "t000500"); // deep in the list
   for (let runs = 0; runs < 120; runs++) {
@@ -903,3 +883,29 @@ Deno.test("newest first, the copy's newest item moved 45 places down each run (i
   ok(cycles >= 1, `${cycles} cycles`);
   equal(db.prepare("SELECT 1 FROM t WHERE id = 't000500'").get(), undefined);
 });
+
+/** A SQLite copy (table `t`) of `items` read newest first, pages cut to 50: `run(sweep)` syncs it with `options`. */
+function newestFirstCopy(
+  items: () => readonly unknown[],
+  options: { id: string; sortBy?: string; maxDeletes?: number },
+) {
+  const list = listOf(items);
+  const db = new DatabaseSync(":memory:");
+  const sink = createSqliteSink(db, { table: "t" });
+  const run = (sweep: number) =>
+    syncList(list.client, "things", {
+      ...options,
+      sortDirection: "DESC",
+      maxLimit: 50,
+      sink,
+      sweep,
+    });
+  return {
+    db,
+    run,
+    [Symbol.dispose]() {
+      sink[Symbol.dispose]();
+      db.close();
+    },
+  };
+}
