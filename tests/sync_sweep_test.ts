@@ -576,6 +576,31 @@ Deno.test("a service with a least page size (a 400 for a page of one, or of fewe
   }
 });
 
+Deno.test("a service with a least page size, a list that kept fewer than 25 of its items: the sweep's short first page is confirmed at a size the service takes, and the cycle ends with its deletes, in both orders (r162a F1: that read answered the same items, taken for a cut, so no cycle ended and a sweep of Infinity returned with every deleted row kept)", async () => {
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    for (const [least, kept] of [[2, 1], [2, 2], [10, 24]] as const) {
+      const all = sortDirection === "ASC" ? things(100) : things(100).reverse();
+      let list = all;
+      const service = listOf(() => list, { refuseBelow: least });
+      const sink = memorySink<Thing>();
+      const options = { id: "thingID", sink, sortDirection, sweep: Infinity };
+      await syncList(service.client, "things", options);
+      list = all.slice(0, kept);
+      const result = await syncList(service.client, "things", {
+        ...options,
+        maxDeletes: 1,
+      });
+      const at = `${sortDirection} ${least} ${kept}`;
+      deepStrictEqual(counts(result), [0, 0, 100 - kept], at);
+      deepStrictEqual(
+        [...sink.rows.keys()].sort(),
+        list.map((item) => item.thingID).sort(),
+        at,
+      );
+    }
+  }
+});
+
 Deno.test("windows of 25 on a service with a least page size (refusing every size up to 10, 20 or 22): a window placed under it to reach further is placed at a size the service takes, and every run brings the list in, and a sweep of 1 a run ends its cycles, in both orders (every run failed with that 400, rows missing for good; a refused window spent a sweep of 1 each run)", async () => {
   for (const sortDirection of ["ASC", "DESC"] as const) {
     for (const refused of [10, 20, 22]) {

@@ -172,7 +172,9 @@ async function goesOn<T>(
 /**
  * The key of the item at `at`, if any, on the page holding it at the first of `sizes` the service takes (one less where
  * that page begins as the short page did, holding its items or cut again); a refused size leaves `sizes`, the last ends
- * the run. `null`, no word: a page ending before the short page's last, or right past it with `count` items: a cut.
+ * the run. `null`, no word: a page ending before the short page's last, or right past it with `count` items (25 or
+ * more: no cut holds fewer, so fewer say the list ends there; a service refusing a page of one never ended a cycle whose
+ * list kept under 25 items, r162a F1).
  */
 async function keyOnPage<T>(run: PassRun<T>, past: ShortEnd, sizes: number[]) {
   const { at, count } = past;
@@ -183,7 +185,8 @@ async function keyOnPage<T>(run: PassRun<T>, past: ShortEnd, sizes: number[]) {
     try {
       const keys = await keysOf(run, { start, limit, page });
       const [n, ends] = [keys.length, start + keys.length];
-      const cut = ends <= at && n > 0 && (ends < at || n === count);
+      const cut = ends <= at && n > 0 &&
+        (ends < at || (n === count && count >= MIN_WINDOW));
       return cut ? null : keys[at - start];
     } catch (error) {
       if (!sizeRefusal(error) || sizes.length === 1) throw error;
