@@ -27,6 +27,8 @@ export interface Schedule {
   readonly sortBy: "creationDate" | undefined;
   readonly items: number;
   readonly maxLimit: number;
+  /** The least page size the service answers (a 400 under it; 0: none). */
+  readonly least: number;
   /** Changes made before each list request while runs happen. */
   readonly churn: {
     append: number;
@@ -61,6 +63,7 @@ export const schedules = (kinds: readonly string[]): fc.Arbitrary<Schedule> =>
     sortBy: fc.constantFrom("creationDate" as const, undefined),
     items: fc.integer({ min: 0, max: 150 }),
     maxLimit: fc.integer({ min: 25, max: 40 }),
+    least: fc.constantFrom(0, 0, 2, 5),
     churn: fc.record({
       append: fc.integer({ min: 0, max: 2 }),
       insert: fc.integer({ min: 0, max: 2 }),
@@ -103,7 +106,7 @@ export async function runSchedule(
   copyOf: (kind: string) => Promise<Copy>,
 ): Promise<void> {
   reached.add(`${schedule.kind} ${schedule.direction}`);
-  const fake = inProcess({ items: { transactions: schedule.items } });
+  const fake = inProcess({ items: { transactions: schedule.items } }, schedule);
   const random = seededRandom(schedule.seed);
   const present: Present = {
     ids: Array.from(
@@ -497,6 +500,7 @@ export function restored(kind: string): [Schedule] {
     sortBy: "creationDate",
     items: 0,
     maxLimit: 25,
+    least: 0,
     churn: { append: 1, insert: 2, update: 0, remove: 1, move: 0 },
     runs: [
       { ...run, sweep: 0, crashAt: 1 },

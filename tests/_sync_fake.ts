@@ -40,8 +40,14 @@ export interface InProcess {
     | undefined;
 }
 
-/** The fake in process, with a client that neither retries nor paces. */
-export function inProcess(options: FakePartnerServiceOptions = {}): InProcess {
+/**
+ * The fake in process, with a client that neither retries nor paces; a list
+ * request for fewer than `least` items gets a 400 (a least page size).
+ */
+export function inProcess(
+  options: FakePartnerServiceOptions = {},
+  { least = 0 }: { least?: number } = {},
+): InProcess {
   const service = createFakePartnerService({
     quota: { perHour: 1_000_000, perDay: 1_000_000 },
     ...options,
@@ -60,9 +66,13 @@ export function inProcess(options: FakePartnerServiceOptions = {}): InProcess {
   };
   const serve: typeof fetch = async (input, init) => {
     const request = new Request(input, init);
-    if (new URL(request.url).pathname.startsWith("/api/")) {
+    const url = new URL(request.url);
+    if (url.pathname.startsWith("/api/")) {
       listRequests++;
       await state.beforeList?.(listRequests);
+      if (Number(url.searchParams.get("limit") ?? least) < least) {
+        return Response.json({ error: "limit" }, { status: 400 });
+      }
       const answer = await service.handle(request);
       const change = state.afterList;
       if (change === undefined || !answer.ok) return answer;
