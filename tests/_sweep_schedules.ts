@@ -512,3 +512,34 @@ export function restored(kind: string): [Schedule] {
     seed: 999983,
   }];
 }
+
+/**
+ * Newest first, a list that moves under every read (2 appended, 2 inserted
+ * behind, 2 changed, 1 removed before each request): a sweep window that holds
+ * rows the cycle has yet to see ends at another item each time it is read
+ * again, so its doubts were never counted as in a row (64 reads, the run
+ * failed: a case seed 8 of the deep run found, r163 P1).
+ */
+export function movingUnderReads(kind: string): [Schedule] {
+  const run = {
+    sweep: Infinity,
+    crashAt: null,
+    fault: "none" as const,
+    faultAt: 1,
+    cut: 0,
+    maxDeletes: 1,
+    restore: false,
+  };
+  return [{
+    kind,
+    direction: "DESC",
+    sortBy: "creationDate",
+    items: 0,
+    maxLimit: 27,
+    least: 0,
+    churn: { append: 2, insert: 2, update: 2, remove: 1, move: 0 },
+    runs: [{ ...run, sweep: 0 }, run, run, { ...run, maxDeletes: 0.1 }],
+    sweep: 1,
+    seed: 149943,
+  }];
+}

@@ -9,6 +9,7 @@ import { runs } from "./_property_runs.ts";
 import {
   checkReplay,
   type Copy,
+  movingUnderReads,
   reached,
   restored,
   type Row,
@@ -118,7 +119,10 @@ Deno.test("the copy equals the list within 2 × ⌈pages / sweep⌉ + 2 runs aft
   const options = {
     numRuns: runs(60, 250),
     seed: 42,
-    examples: ["memory", "sqlite", "jsonl"].map(restored),
+    examples: ["memory", "sqlite", "jsonl"].flatMap((kind) => [
+      restored(kind),
+      movingUnderReads(kind),
+    ]),
   };
   await checkSchedules(
     schedules(["memory", "sqlite", "jsonl"]),

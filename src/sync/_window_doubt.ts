@@ -15,32 +15,37 @@ type Doubted = { ids: readonly string[]; state: { edge: SyncKey | null } };
  * Doubts a sweep window once when its range passes rows the cycle has yet to see and it holds none: another list's
  * answer (a misrouted read), or every such row gone. Read again alike, it is taken (`retaken`), weighed twice by the
  * guard (else another list's read and its re-read weighed as one window). One that holds some of them is read again
- * until a read passes no row the reads before did not (a page that left items out, or repeated some: r148 F1), at most
- * MAX_READS times in a row.
+ * until a read passes no row the reads before did not (a page that left items out, or repeated some: r148 F1). Either
+ * way, at most MAX_READS reads of a window in a row: on a list that moves under each read, its last item and first
+ * differ every time (doubted 64 times, the run failed, r163 P1).
  */
 export function doubter(guard: WindowGuard | undefined) {
-  let doubted: string | undefined, again = { place: "", reads: 0 };
+  let doubted: string | undefined, reads = 0; // doubted reads of this window in a row
   const missed = new Set<string>();
-  return async ({ ids, state: { edge } }: Doubted) => {
+  const doubts = async ({ ids, state: { edge } }: Doubted) => {
     if (guard === undefined || edge === null || ids.length === 0) return false;
     // Exactly what the answer shows (one cut at the share is refused where the window commits).
-    const place = keyText(edge);
-    const { rows, more, full } = await rowsAhead(guard, place, ids);
+    const { rows, more, full } = await rowsAhead(guard, keyText(edge), ids);
+    const again = reads + 1 < MAX_READS;
     if (holdsAny(guard, ids, rows)) {
       const known = new Set([...ids, ...missed]);
       const gone = rows.filter((row) => !known.has(row.id));
       gone.forEach((row) => missed.add(row.id));
-      again = { place, reads: again.place === place ? again.reads + 1 : 1 };
-      return !full && gone.length > 0 && again.reads < MAX_READS;
+      return !full && gone.length > 0 && again;
     }
     const passes = rows.length + more; // none of them its own
     // Only new items (back-dated since) are not doubted: read twice or thrice, a list gaining them fast outran the pass.
     if (passes === 0) return false;
-    if (doubted !== ids[0]) return (doubted = ids[0], true);
+    if (doubted !== ids[0] && again) return (doubted = ids[0], true);
     // An answer cut at the share breaks the guard anyway, and may leave out the window's own rows (a mass delete before
     // them): weighed twice, a refusal named every row of the copy (610 of 610, where 500 were gone).
     if (!full) guard.doubled += passes;
     guard.retaken = ids[0]!;
     return false;
+  };
+  return async (window: Doubted) => {
+    const readAgain = await doubts(window);
+    reads = readAgain ? reads + 1 : 0;
+    return readAgain;
   };
 }
