@@ -485,15 +485,7 @@ export const STEPS = [
  * back before the run that ends the cycle, was removed by that run.
  */
 export function restored(kind: string): [Schedule] {
-  const run = {
-    sweep: 1,
-    crashAt: null,
-    fault: "none" as const,
-    faultAt: 1,
-    cut: 0,
-    maxDeletes: 1,
-    restore: false,
-  };
+  const run = plainRun(1);
   return [{
     kind,
     direction: "ASC",
@@ -521,15 +513,7 @@ export function restored(kind: string): [Schedule] {
  * failed: a case seed 8 of the deep run found, r163 P1).
  */
 export function movingUnderReads(kind: string): [Schedule] {
-  const run = {
-    sweep: Infinity,
-    crashAt: null,
-    fault: "none" as const,
-    faultAt: 1,
-    cut: 0,
-    maxDeletes: 1,
-    restore: false,
-  };
+  const run = plainRun(Infinity);
   return [{
     kind,
     direction: "DESC",
@@ -542,4 +526,17 @@ export function movingUnderReads(kind: string): [Schedule] {
     sweep: 1,
     seed: 149943,
   }];
+}
+
+/** A run of `sweep` with no crash, fault or items back, and `maxDeletes` 1. */
+function plainRun(sweep: number): Schedule["runs"][number] {
+  return {
+    sweep,
+    crashAt: null,
+    fault: "none",
+    faultAt: 1,
+    cut: 0,
+    maxDeletes: 1,
+    restore: false,
+  };
 }
