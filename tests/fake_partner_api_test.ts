@@ -5,6 +5,7 @@ import {
   startFakePartnerApi,
 } from "../src/testing/mod.ts";
 import { manualClock } from "./_helpers.ts";
+import { inProcess } from "./_sync_fake.ts";
 
 /** The body a correct client sends to the fake's token endpoint. */
 function tokenBody(api: FakePartnerApi) {
@@ -219,4 +220,21 @@ Deno.test("close() can be called twice and answers 404 elsewhere before it", asy
   await response.body?.cancel();
   await api.close();
   await api.close();
+});
+
+Deno.test("the fake dates a new transaction after every one it held, the newest removed since too: new items come last (a new one dated before a removed newest one sorted behind a copy's newest row, and the sweep refused its first page: deep sweep property, seed 10)", async () => {
+  const { service, client } = inProcess({ items: { transactions: 0 } });
+  type Row = { transactionID: string; creationDate: string };
+  const dated = async () => {
+    const rows = await Array.fromAsync(client.list<Row>("transactions"));
+    return new Map(rows.map((row) => [row.transactionID, row.creationDate]));
+  };
+  service.insertTransactions(3); // dated a second apart, ahead of the clock
+  const [newest, date] = [...await dated()].sort(([, a], [, b]) =>
+    a < b ? 1 : -1
+  )[0]!;
+  service.remove("transactions", newest);
+  service.insertTransactions(1);
+  const added = [...(await dated()).values()].sort().at(-1)!;
+  ok(added > date, `${added} after ${date}`);
 });

@@ -62,7 +62,7 @@ export function churner(
   };
 }
 
-/** Adds `count` items, each newer than every other and than `now`, with the next ids. */
+/** Adds `count` items, each newer than every other (one removed since too) and than `now`, with the next ids. */
 export function appendItems(
   resource: ListResource,
   count: number,
@@ -70,9 +70,11 @@ export function appendItems(
   random: () => number,
 ): void {
   if (count === 0) return;
+  // After every item listed so far, as a service's clock dates them: new items come last (an item dated before a
+  // removed newest one sorted behind a copy's newest row).
   let newest = resource.items.reduce(
     (at, item) => Math.max(at, Date.parse(String(item.creationDate)) + 1000),
-    now,
+    Math.max(now, (resource.appended ?? -Infinity) + 1000),
   );
   const prefix = resource.name === "organizations" ? "org" : "ch";
   for (let i = 0; i < count; i++, newest += 1000) {
@@ -88,6 +90,7 @@ export function appendItems(
           creationDate,
         };
     insertItem(resource, model);
+    resource.appended = newest;
   }
 }
 

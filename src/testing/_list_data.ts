@@ -17,6 +17,8 @@ export interface ListResource {
   readonly sorted: Map<string, Item[]>;
   /** The number of the next generated id: ids are never reused. */
   serial: number;
+  /** The latest `creationDate` appended (epoch ms): the next comes after it, though that item was removed since. */
+  appended?: number;
   /** Epoch ms where the list's date range starts (see {@linkcode offset}). */
   readonly epoch: number;
 }
