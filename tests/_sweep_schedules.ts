@@ -300,7 +300,10 @@ function restore(
   rows: readonly [string, string][],
 ): void {
   const ids = new Set(present.ids);
-  const back = rows.filter(([id]) => !ids.has(id) && !id.startsWith("f"));
+  // Once each: a JSONL copy holds a moved item's old line and its new one (the last one is the row).
+  const back = [...new Map(rows)].filter(([id]) =>
+    !ids.has(id) && !id.startsWith("f")
+  );
   for (const [id, text] of back.slice(0, 3)) {
     fake.service.insert("transactions", JSON.parse(text));
     present.ids.push(id);
