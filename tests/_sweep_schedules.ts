@@ -531,6 +531,33 @@ export function movingUnderReads(kind: string): [Schedule] {
   }];
 }
 
+/**
+ * Newest first, a list of about one item that loses two and gains one at the
+ * top and one behind before each request: the check of a sweep's first page
+ * read a page of 24 holding one back-dated item and took it for 24 new ones
+ * hiding the copy's row, so the run was refused as stale (deep seed 10, r163 P2).
+ */
+export function emptiedUnderReads(kind: string): [Schedule] {
+  return [{
+    kind,
+    direction: "DESC",
+    sortBy: "creationDate",
+    items: 1,
+    maxLimit: 25,
+    least: 0,
+    churn: { append: 1, insert: 1, update: 1, remove: 2, move: 0 },
+    runs: [
+      plainRun(Infinity),
+      { ...plainRun(Infinity), crashAt: 1 },
+      plainRun(0),
+      { ...plainRun(1), maxDeletes: 0.1 },
+      plainRun(0),
+    ],
+    sweep: 1,
+    seed: 1,
+  }];
+}
+
 /** A run of `sweep` with no crash, fault or items back, and `maxDeletes` 1. */
 function plainRun(sweep: number): Schedule["runs"][number] {
   return {

@@ -9,6 +9,7 @@ import { runs } from "./_property_runs.ts";
 import {
   checkReplay,
   type Copy,
+  emptiedUnderReads,
   movingUnderReads,
   reached,
   restored,
@@ -122,6 +123,7 @@ Deno.test("the copy equals the list within 2 × ⌈pages / sweep⌉ + 2 runs aft
     examples: ["memory", "sqlite", "jsonl"].flatMap((kind) => [
       restored(kind),
       movingUnderReads(kind),
+      emptiedUnderReads(kind),
     ]),
   };
   await checkSchedules(

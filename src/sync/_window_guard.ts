@@ -198,7 +198,7 @@ export async function skipsStart(
 /**
  * What the list's first `size` items (`read`) say of the copy's rows before the window's `first`: 1, they hold an
  * unseen one (by its stored key: an item moved there is not one), or the copy's `edge` (seen, as a head's items of a
- * cycle carried on are: 25 of them hid the rows behind: r131 F1), or, 23 or more, none that page 1 `shows`; -1, they
+ * cycle carried on are: 25 of them hid the rows behind: r131 F1), or, a full page of 23 or more, none that page 1 `shows`; -1, they
  * reach `first` (or the list's end) holding none; 0, they cannot tell (refused or empty; only other items, as newest
  * first brings new ones at the top).
  */
@@ -219,7 +219,9 @@ async function startVote(
   if (edge && earlier.some((key) => compareKeys(key, edge) === 0)) return 1;
   // 23 or more items before the window, none on page 1: it is older than they are, or they all came between two
   // requests (the head's items hid the rows behind: r137 F2, the newest row gone in the run, or a cache of the head's).
-  const newer = size > 1 && earlier.length === read.length;
+  // Fewer than asked reach the list's end: none of the copy's rows there is -1 (one back-dated item was 1, refusing a
+  // list that lost every row: r163 P2).
+  const newer = size > 1 && earlier.length === size;
   if (newer && shows && !read.some((key) => shows.has(key.id))) return 1;
   if (earlier.length > 0) {
     const texts = earlier.map(keyText).sort();
