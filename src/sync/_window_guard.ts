@@ -198,9 +198,9 @@ export async function skipsStart(
 /**
  * What the list's first `size` items (`read`) say of the copy's rows before the window's `first`: 1, they hold an
  * unseen one (by its stored key: an item moved there is not one), or the copy's `edge` (seen, as a head's items of a
- * cycle carried on are: 25 of them hid the rows behind: r131 F1), or, a full page of 23 or more, none that page 1 `shows`; -1, they
- * reach `first` (or the list's end) holding none; 0, they cannot tell (refused or empty; only other items, as newest
- * first brings new ones at the top).
+ * cycle carried on are: 25 of them hid the rows behind: r131 F1), or, a full page of 23 or more, none that page 1
+ * `shows`; -1, they reach `first` (or the list's end) holding none; 0, they cannot tell (refused or empty; only other
+ * items, as newest first brings new ones at the top).
  */
 async function startVote(
   guard: WindowGuard,
