@@ -576,6 +576,38 @@ Deno.test("a service with a least page size (a 400 for a page of one, or of fewe
   }
 });
 
+Deno.test("a cycle spread over runs by maxDuration removes the rows its earlier runs passed that the list lost: the run ending it reads them again past its time, on SQLite and JSONL (r162b F1: that run had no time left, so every cycle kept them, and 2 of 3 deleted rows stayed for 30 runs)", async () => {
+  for (const kind of ["sqlite", "jsonl"] as const) {
+    let list = things(200);
+    let clock = 1_800_000_000_000; // a second a list request
+    const service = listOf(() => list, {
+      maxLimit: 25,
+      before: () => clock += 1000,
+    });
+    using db = new DatabaseSync(":memory:");
+    const path = await freshTarget("sync-sweep-spread", `${kind}.jsonl`);
+    const sink = kind === "sqlite"
+      ? createSqliteSink<Thing>(db, { table: "t" })
+      : createJsonlSink<Thing>(path);
+    const options = {
+      id: "thingID",
+      sink,
+      limit: 25,
+      maxDuration: 3000,
+      now: () => clock,
+    };
+    await syncList(service.client, "things", options);
+    const gone = new Set(["t000001000", "t000049000", "t000089000"]);
+    list = list.filter((item) => !gone.has(item.thingID));
+    let deleted = 0;
+    for (let runs = 0; deleted < 3; runs++) {
+      ok(runs < 30, `${kind}: ${deleted} of 3 removed after 30 runs`);
+      deleted += (await syncList(service.client, "things", options)).deleted;
+    }
+    equal(deleted, 3, kind);
+  }
+});
+
 Deno.test("a service with a least page size, a list that kept fewer than 25 of its items: the sweep's short first page is confirmed at a size the service takes, and the cycle ends with its deletes, in both orders (r162a F1: that read answered the same items, taken for a cut, so no cycle ended and a sweep of Infinity returned with every deleted row kept)", async () => {
   for (const sortDirection of ["ASC", "DESC"] as const) {
     for (const [least, kept] of [[2, 1], [2, 2], [10, 24]] as const) {

@@ -26,14 +26,14 @@ type ConfirmRun<T> = PassRun<T> & { readonly committer: Committer<T> };
 /**
  * Reads again, before the cycle of `cursor` (this run's sweep began there) ends, the rows of the copy the cycle has not
  * seen that lie before `cursor.edge`, where earlier runs passed them: each seen now (and its window's rows) is
- * committed, and leaves `guard`'s count. Stops at `timeUp` or CONFIRM_READS requests: the ids of the rows left unread,
- * which the cycle's end keeps (`SyncWriteContext.kept`).
+ * committed, and leaves `guard`'s count. Stops at CONFIRM_READS requests: the ids of the rows left unread, which the
+ * cycle's end keeps (`SyncWriteContext.kept`). Not at `maxDuration`: the run ending a cycle spread by it had no time
+ * left, so each cycle kept every row earlier runs passed, and a deleted row was never removed (r162b F1).
  */
 export async function confirmPassed<T>(
   run: ConfirmRun<T>,
   cursor: SweepCursor,
   guard: WindowGuard | undefined,
-  timeUp: () => boolean,
 ): Promise<readonly string[]> {
   const { config, committer, requests } = run;
   if (cursor.edge === null) return []; // no window of an earlier run committed
@@ -47,7 +47,7 @@ export async function confirmPassed<T>(
     const [row] = await copy.unseen(done, startedAt, 1);
     const left = CONFIRM_READS - (requests.count - from);
     if (row === undefined) return [];
-    if (left <= 0 || timeUp()) break;
+    if (left <= 0) break;
     const start = await readFrom(run, cursor, row.key, {
       done,
       standing,
@@ -69,13 +69,13 @@ export async function confirmPassed<T>(
       return reached ? false : undefined;
     };
     const alone = { ...run, alone: true };
-    const end = await runPass(alone, start, left, commit, timeUp);
+    const end = await runPass(alone, start, left, commit);
     if (ended || end.state.edge === null) return []; // past the list's end, none is there
     if (!reached) break;
     done = keyText(end.state.edge);
     standing = end.state.offset;
   }
-  // Out of reads or time: the rows left are not confirmed.
+  // Out of reads: the rows left are not confirmed.
   return await keptRows(copy, guard, done, startedAt);
 }
 

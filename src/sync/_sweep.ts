@@ -57,7 +57,7 @@ export async function sweep<T>(
   if (sweeping.lost) return await beginAfresh(run);
   let { ending } = sweeping;
   if (sweeping.endedAt !== undefined) {
-    const kept = await confirmPassed(run, cursor, guard, timeUp);
+    const kept = await confirmPassed(run, cursor, guard);
     const at = sweeping.endedAt;
     ending = await commitEnd(run, guard, cursor, at, sweeping.refusal, {
       kept,
