@@ -7,8 +7,8 @@
 // guard at 0.1 or 1), and the invariants each run must keep: no run removes
 // an item that existed throughout it (a foreign answer: no more than the
 // guard allows), no foreign item ever enters the copy, a refused cycle
-// removes nothing; once changes stop, at most 2 × ⌈pages / sweep⌉ + 2
-// further runs make the copy equal to the list (same ids, same contents,
+// removes nothing; once changes stop, at most 2 × ⌈pages / sweep⌉ +
+// ⌈seek / sweep⌉ + 2 further runs make the copy equal to the list (same ids, same contents,
 // none twice, deleted rows gone), and a change table replayed gives exactly
 // the copy.
 
@@ -209,8 +209,15 @@ export async function runSchedule(
   const n = (await source(fake)).length;
   // A cycle's pages, and the read that confirms a short last one (its end
   // is known only by the newest item committed when it began).
-  const pages = Math.ceil(Math.max(n, 1) / (schedule.maxLimit - 4)) + 1;
-  const bound = 2 * Math.ceil(pages / schedule.sweep) + 2;
+  const window = schedule.maxLimit - 4;
+  const pages = Math.ceil(Math.max(n, 1) / window) + 1;
+  // The requests that find the cycle's place again where the list moved
+  // under it, by at most as many items as it ever held (ASC, least page 2,
+  // 30 % deleted and another list taken: 4 runs of a sweep of 1 went to
+  // finding it, and the copy was equal a run past 2 × ⌈pages / sweep⌉ + 2).
+  const seek = seekRequests(Math.max(n, present.appended), window);
+  const bound = 2 * Math.ceil(pages / schedule.sweep) +
+    Math.ceil(seek / schedule.sweep) + 2;
   let equalAfter = -1;
   for (let i = 1; i <= bound; i++) {
     await sync(schedule.sweep);
@@ -226,6 +233,16 @@ export async function runSchedule(
   }
   reached.add(equalAfter > 1 ? "several runs" : "one run");
   await copy.checkChanges?.();
+}
+
+/**
+ * The list requests that find a sweep's place again after the list moved by
+ * `moved` items under it, at most (docs/sync.md, the freshness bound): a miss
+ * the margin covers, twice as far each probe until bracketed, then halfway,
+ * and the window that lands.
+ */
+export function seekRequests(moved: number, window: number): number {
+  return 2 * Math.ceil(Math.log2(Math.max(moved / window, 1))) + 2;
 }
 
 /** A sink that says when the run writes its first sweep batch. */
@@ -552,6 +569,32 @@ export function emptiedUnderReads(kind: string): [Schedule] {
       plainRun(0),
       { ...plainRun(1), maxDeletes: 0.1 },
       plainRun(0),
+    ],
+    sweep: 1,
+    seed: 1,
+  }];
+}
+
+/**
+ * A cycle whose place the list moved far under: 30 % deleted, then another
+ * list's answer taken (`maxDeletes` 1) and three deleted items back. With a
+ * sweep of 1, the first 4 runs after changes stopped went to finding the
+ * cycle's place again, and the copy was equal only a run past
+ * 2 × ⌈pages / sweep⌉ + 2 (deep seed 12, r163 P3): the bound counts that seek.
+ */
+export function movedUnderCursor(kind: string): [Schedule] {
+  const run = plainRun(Infinity);
+  return [{
+    kind,
+    direction: "ASC",
+    sortBy: undefined,
+    items: 123,
+    maxLimit: 25,
+    least: 2,
+    churn: { append: 0, insert: 0, update: 0, remove: 1, move: 0 },
+    runs: [
+      { ...run, fault: "mass" },
+      { ...run, fault: "foreign", faultAt: 3, restore: true },
     ],
     sweep: 1,
     seed: 1,

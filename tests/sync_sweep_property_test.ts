@@ -10,6 +10,7 @@ import {
   checkReplay,
   type Copy,
   emptiedUnderReads,
+  movedUnderCursor,
   movingUnderReads,
   reached,
   restored,
@@ -116,7 +117,7 @@ const KINDS = [
   ...STEPS,
 ];
 
-Deno.test("the copy equals the list within 2 × ⌈pages / sweep⌉ + 2 runs after changes stop, across appends, back-dated inserts, changes, deletes, crashes and sweep budgets, in both directions and every sink", async () => {
+Deno.test("the copy equals the list within 2 × ⌈pages / sweep⌉ + ⌈seek / sweep⌉ + 2 runs after changes stop, across appends, back-dated inserts, changes, deletes, crashes and sweep budgets, in both directions and every sink", async () => {
   const options = {
     numRuns: runs(60, 250),
     seed: 42,
@@ -124,6 +125,7 @@ Deno.test("the copy equals the list within 2 × ⌈pages / sweep⌉ + 2 runs aft
       restored(kind),
       movingUnderReads(kind),
       emptiedUnderReads(kind),
+      movedUnderCursor(kind),
     ]),
   };
   await checkSchedules(
