@@ -8,9 +8,9 @@
 // an item that existed throughout it (a foreign answer: no more than the
 // guard allows), no foreign item ever enters the copy, a refused cycle
 // removes nothing; once changes stop, at most 2 × ⌈pages / sweep⌉ +
-// ⌈seek / sweep⌉ + 2 further runs make the copy equal to the list (same ids, same contents,
-// none twice, deleted rows gone), and a change table replayed gives exactly
-// the copy.
+// ⌈seek / sweep⌉ + 2 further runs make the copy equal to the list (same ids,
+// same contents, none twice, deleted rows gone), and a change table replayed
+// gives exactly the copy.
 
 import fc from "fast-check";
 import { SyncError, syncList, type SyncSink } from "../src/sync/mod.ts";
@@ -241,7 +241,7 @@ export async function runSchedule(
  * the margin covers, twice as far each probe until bracketed, then halfway,
  * and the window that lands.
  */
-export function seekRequests(moved: number, window: number): number {
+function seekRequests(moved: number, window: number): number {
   return 2 * Math.ceil(Math.log2(Math.max(moved / window, 1))) + 2;
 }
 
