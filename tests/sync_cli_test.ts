@@ -197,6 +197,10 @@ Deno.test("sync CLI: 'next verified by' is said of a sweep at the spare rate (--
     resultLines(sync(["--sweep", "all"]), { ...result, sweepLeft }, 1, now);
   equal(all(1).includes("--sweep all did not complete its cycle"), true);
   equal(all(0).includes("did not complete"), false);
+  // With --max-duration the time stopped it, and the next run goes on with that cycle (r165a F1).
+  const timed = sync(["--sweep", "all", "--max-duration", "10m"]);
+  const stopped = resultLines(timed, { ...result, sweepLeft: 1 }, 1, now);
+  equal(stopped.includes("stopped by --max-duration"), true);
   // Items known missing: runs are counted only of a sweep of --sweep N requests (10 by default).
   const behind = (extra: string[]) =>
     resultLines(sync(extra), { ...result, behind: 3 }, 1, now);

@@ -576,8 +576,15 @@ Deno.test("a service with a least page size (a 400 for a page of one, or of fewe
   }
 });
 
-Deno.test("a cycle spread over runs by maxDuration removes the rows its earlier runs passed that the list lost: the run ending it reads them again past its time, on SQLite and JSONL (r162b F1: that run had no time left, so every cycle kept them, and 2 of 3 deleted rows stayed for 30 runs)", async () => {
-  for (const kind of ["sqlite", "jsonl"] as const) {
+Deno.test("a cycle spread over runs by maxDuration removes the rows its earlier runs passed that the list lost: the run ending it reads them again past its time, on SQLite and JSONL, and with sweep: Infinity too, which then goes on with the cycle under way (r162b F1: that run had no time left, so every cycle kept them, and 2 of 3 deleted rows stayed for 30 runs; r165a F1: sweep: Infinity began a fresh cycle each run, so none ended and no deleted row went)", async () => {
+  for (
+    const [kind, sweep] of [
+      ["sqlite", undefined],
+      ["jsonl", undefined],
+      ["sqlite", Infinity],
+      ["jsonl", Infinity],
+    ] as const
+  ) {
     let list = things(200);
     let clock = 1_800_000_000_000; // a second a list request
     const service = listOf(() => list, {
@@ -595,16 +602,17 @@ Deno.test("a cycle spread over runs by maxDuration removes the rows its earlier 
       limit: 25,
       maxDuration: 3000,
       now: () => clock,
+      ...(sweep === undefined ? {} : { sweep }),
     };
     await syncList(service.client, "things", options);
     const gone = new Set(["t000001000", "t000049000", "t000089000"]);
     list = list.filter((item) => !gone.has(item.thingID));
     let deleted = 0;
     for (let runs = 0; deleted < 3; runs++) {
-      ok(runs < 30, `${kind}: ${deleted} of 3 removed after 30 runs`);
+      ok(runs < 30, `${kind} ${sweep}: ${deleted} of 3 removed in 30 runs`);
       deleted += (await syncList(service.client, "things", options)).deleted;
     }
-    equal(deleted, 3, kind);
+    equal(deleted, 3, `${kind} ${sweep}`);
   }
 });
 

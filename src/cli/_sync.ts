@@ -96,8 +96,10 @@ export function resultLines(
   // A list whose end moved on as fast as it was read holds the cycle for the run: said, lest a confirming run pass for one.
   const held = request.sweep === Infinity && result.sweepLeft > 0;
   if (held) {
-    lines +=
-      `${target}: --sweep all did not complete its cycle, the list's end moving as it was read; the copy is not verified: run again once the list holds still\n`;
+    const why = request.maxDuration === undefined
+      ? "the list's end moving as it was read; the copy is not verified: run again once the list holds still"
+      : "stopped by --max-duration; the copy is not verified: the next run goes on with it";
+    lines += `${target}: --sweep all did not complete its cycle, ${why}\n`;
   }
   if (result.behind > 0) {
     lines += behindLine(request, result.behind, result.sweepLeft);

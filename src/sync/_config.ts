@@ -208,8 +208,11 @@ function sweepOptions<T>(options: SyncOptions<T>) {
   return {
     /** List requests the sweep may spend (Infinity: a whole cycle). */
     sweep,
-    /** `sweep: Infinity` was asked for: the copy equal to the list now. */
-    fresh: options.sweep === Infinity,
+    /**
+     * `sweep: Infinity` was asked for: the copy equal to the list now. Not with a time bound: a run that cannot read the
+     * whole cycle would begin a fresh one each run, none ending (r165a F1); it goes on with the cycle under way.
+     */
+    fresh: options.sweep === Infinity && maxDuration === Infinity,
     /** How long the sweep may read, in ms (Infinity: no bound). */
     maxDuration,
     priority: checkPriority(options.priority, "low", CONTEXT),

@@ -92,7 +92,8 @@ export interface SyncOptions<T> {
   sortDirection?: "ASC" | "DESC";
   /**
    * List requests a run spends reading again what the copy holds (the rolling cycle: changes and items inserted behind
-   * the end come in, a completed cycle removes deleted ones). `Infinity`: a whole cycle; `0`: no sweep.
+   * the end come in, a completed cycle removes deleted ones). `Infinity`: a whole cycle, a fresh one if the cycle under
+   * way began before this run (with `maxDuration`, the cycle under way, as time allows); `0`: no sweep.
    * @default {10}
    */
   sweep?: number;
