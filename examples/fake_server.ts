@@ -2,7 +2,7 @@
 // your code against it from another terminal (and for benchmarks that want
 // the server in another process):
 //
-//   deno task fake --port 8787 --client-id me --client-secret s3cret
+//   PARTNER_API_CLIENT_SECRET=s3cret deno task fake --port 8787 --client-id me
 //
 // It prints the PARTNER_API_* lines to paste (or to put in a .env file),
 // logs a line per request on standard error, and serves until Ctrl-C.
