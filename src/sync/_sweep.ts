@@ -47,10 +47,11 @@ export async function sweep<T>(
   const guard = await guardOf(run, cursor);
   // Begun by an earlier run, the cycle ends once what earlier runs passed unseen is read again (confirmPassed).
   const spread = !begun.begins && cursor.edge !== null;
-  const sweeping = new Sweeping(run, cursor, guard, spread);
+  const doubt = doubter(guard);
+  const sweeping = new Sweeping(run, cursor, guard, spread, doubt.shown);
   const commit = (window: Committed<T>) => sweeping.commit(window);
   const [state, budget] = [begun.state, config.sweep];
-  const end = await runPass(run, state, budget, commit, timeUp, doubter(guard));
+  const end = await runPass(run, state, budget, commit, timeUp, doubt);
   if (guard?.refused !== undefined) {
     return await refuseWindows(run, guard, cursor.cycle, !end.ended);
   }
@@ -60,7 +61,7 @@ export async function sweep<T>(
     const kept = await confirmPassed(run, cursor, guard);
     const at = sweeping.endedAt;
     ending = await commitEnd(run, guard, cursor, at, sweeping.refusal, {
-      kept,
+      kept: [...kept, ...doubt.shown],
     });
   }
   // Ended, the window that ended it committed (`ending`): one refused or lost returned above.
@@ -88,6 +89,8 @@ class Sweeping<T> {
     readonly cursor: SweepCursor,
     readonly guard: WindowGuard | undefined,
     readonly spread: boolean,
+    /** Ids reads of a doubted window showed that the read taken left out: kept at the cycle's end. */
+    readonly shown: ReadonlySet<string>,
   ) {
     this.refusal = run.committer.latest.refused;
     this.#starts = cursor.edge === null;
@@ -127,6 +130,7 @@ class Sweeping<T> {
       const { refusal } = this;
       this.ending = await commitEnd(run, guard, cursor, state, refusal, {
         window,
+        kept: [...this.shown],
       });
       return;
     }
