@@ -1021,3 +1021,33 @@ Deno.test("a service leaving a different item out of each read (its reads again 
     }
   }
 });
+
+Deno.test("windows of 25 on a service refusing pages under 24, a list that kept 1, 2 or 10 of its items: the short page's confirming read is taken at 24 where the short page began (fewer than 25 items are never a cut), and the cycle ends with its deletes, in both orders (r165a F3: it asked 23, refused, and every run failed with that 400)", async () => {
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    for (const [n, kept] of [[26, 1], [3, 2], [300, 10]] as const) {
+      const all = sortDirection === "ASC" ? things(n) : things(n).reverse();
+      let list = all;
+      const service = listOf(() => list, { refuseBelow: 24, maxLimit: 25 });
+      const sink = memorySink<Thing>();
+      const options = {
+        id: "thingID",
+        sink,
+        sortDirection,
+        limit: 25,
+        maxLimit: 25,
+        sweep: Infinity,
+        maxDeletes: 1,
+      };
+      await syncList(service.client, "things", options);
+      const left = new Set(things(n).slice(0, kept).map((x) => x.thingID));
+      list = all.filter((item) => left.has(item.thingID));
+      const result = await syncList(service.client, "things", options);
+      deepStrictEqual(
+        counts(result),
+        [0, 0, n - kept],
+        `${sortDirection} ${n}`,
+      );
+      equal(sink.rows.size, kept);
+    }
+  }
+});

@@ -171,8 +171,8 @@ async function goesOn<T>(
 
 /**
  * The key of the item at `at`, if any, on the page holding it at the first of `sizes` the service takes (one less where
- * that page begins as the short page did, holding its items or cut again); a refused size leaves `sizes`, the last ends
- * the run. `null`, no word: a page ending before the short page's last, or right past it with `count` items (25 or
+ * that page begins as a short page of 25 or more did, holding its items or cut again; r165a F3); a refused size leaves
+ * `sizes`, the last ends the run. `null`, no word: a page ending before the short page's last, or right past it with `count` items (25 or
  * more: no cut holds fewer, so fewer say the list ends there; a service refusing a page of one never ended a cycle whose
  * list kept under 25 items, r162a F1).
  */
@@ -180,7 +180,9 @@ async function keyOnPage<T>(run: PassRun<T>, past: ShortEnd, sizes: number[]) {
   const { at, count } = past;
   while (true) {
     const size = sizes[0]!, begins = Math.floor(at / size) * size;
-    const limit = begins === at - count ? Math.max(1, size - 1) : size;
+    // Under MIN_WINDOW items, the short page's start answering as many is the end (no cut holds fewer): read there.
+    const shift = begins === at - count && count >= MIN_WINDOW;
+    const limit = shift ? Math.max(1, size - 1) : size;
     const page = Math.floor(at / limit) + 1, start = (page - 1) * limit;
     try {
       const keys = await keysOf(run, { start, limit, page });
