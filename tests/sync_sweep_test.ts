@@ -592,10 +592,7 @@ Deno.test("a cycle spread over runs by maxDuration removes the rows its earlier 
       before: () => clock += 1000,
     });
     using db = new DatabaseSync(":memory:");
-    const path = await freshTarget("sync-sweep-spread", `${kind}.jsonl`);
-    const sink = kind === "sqlite"
-      ? createSqliteSink<Thing>(db, { table: "t" })
-      : createJsonlSink<Thing>(path);
+    const sink = await sinkOf(kind, db, "sync-sweep-spread");
     const options = {
       id: "thingID",
       sink,
@@ -992,10 +989,7 @@ Deno.test("a service leaving a different item out of each read (its reads again 
           },
         });
         using db = new DatabaseSync(":memory:");
-        const path = await freshTarget("sync-sweep-drops", `${kind}.jsonl`);
-        const sink = kind === "sqlite"
-          ? createSqliteSink<Thing>(db, { table: "t" })
-          : createJsonlSink<Thing>(path);
+        const sink = await sinkOf(kind, db, "sync-sweep-drops");
         const options = {
           id: "thingID",
           sink,
@@ -1051,3 +1045,14 @@ Deno.test("windows of 25 on a service refusing pages under 24, a list that kept 
     }
   }
 });
+
+/** A SQLite sink over `db`, or a JSONL one in a fresh file of the test folder `folder`. */
+async function sinkOf(
+  kind: "sqlite" | "jsonl",
+  db: DatabaseSync,
+  folder: string,
+) {
+  return kind === "sqlite"
+    ? createSqliteSink<Thing>(db, { table: "t" })
+    : createJsonlSink<Thing>(await freshTarget(folder, `${kind}.jsonl`));
+}
