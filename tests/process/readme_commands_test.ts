@@ -79,10 +79,12 @@ function freePort(): number {
  * `deno task fake` as the README starts it, on `port`: its printed lines,
  * and a stop that ends it with Ctrl-C, as a user would.
  */
-async function startFake(args: string[]) {
+async function startFake(
+  { env, args }: { env: Record<string, string>; args: string[] },
+) {
   const child = new Command("deno", {
     args: ["task", "fake", ...args],
-    env: CHILD_ENV,
+    env: { ...CHILD_ENV, ...env },
     stdout: "piped",
     stderr: "piped",
   }).spawn();
@@ -113,12 +115,13 @@ async function startFake(args: string[]) {
   };
 }
 
-/** The README's `deno task fake` line, on a port of the test's. */
-async function readmeFake(): Promise<string[]> {
+/** The README's `deno task fake` line (its secret in the environment), on a port of the test's. */
+async function readmeFake() {
   const line = (await shellLines("README.md"))
-    .find((line) => line.startsWith("deno task fake"))!;
-  const { args } = parse(line.replace(/\s*>.*$/, ""));
-  return args.slice(2).map((arg) => arg === "8787" ? String(freePort()) : arg);
+    .find((line) => /^([A-Z_]+=\S+ )*deno task fake/.test(line))!;
+  const { env, args } = parse(line.replace(/\s*>.*$/, ""));
+  const port = String(freePort());
+  return { env, args: args.slice(2).map((a) => a === "8787" ? port : a) };
 }
 
 cpuBoundTest(
@@ -198,10 +201,10 @@ cpuBoundTest(
 processTest(
   "README › Getting started: the fake's .env survives a restart (the card-data port too)",
   async () => {
-    const args = await readmeFake();
-    const first = await startFake(args);
+    const fake = await readmeFake();
+    const first = await startFake(fake);
     await first.stop();
-    const second = await startFake(args);
+    const second = await startFake(fake);
     await second.stop();
     deepStrictEqual(second.printed, first.printed);
     match(first.printed, /PARTNER_API_PCI_BASE_URL=http:\/\/127\.0\.0\.1:\d+/);
