@@ -172,9 +172,9 @@ async function goesOn<T>(
 /**
  * The key of the item at `at`, if any, on the page holding it at the first of `sizes` the service takes (one less where
  * that page begins as a short page of 25 or more did, holding its items or cut again; r165a F3); a refused size leaves
- * `sizes`, the last ends the run. `null`, no word: a page ending before the short page's last, or right past it with `count` items (25 or
- * more: no cut holds fewer, so fewer say the list ends there; a service refusing a page of one never ended a cycle whose
- * list kept under 25 items, r162a F1).
+ * `sizes`, the last ends the run. `null`, no word: a page ending before the short page's last, or right past it with
+ * `count` items (25 or more: no cut holds fewer, so fewer say the list ends there; a service refusing a page of one
+ * never ended a cycle whose list kept under 25 items, r162a F1).
  */
 async function keyOnPage<T>(run: PassRun<T>, past: ShortEnd, sizes: number[]) {
   const { at, count } = past;
