@@ -50,7 +50,7 @@ export function doubter(guard: WindowGuard | undefined) {
     const readAgain = await doubts(window);
     reads = readAgain ? reads + 1 : 0;
     if (readAgain) window.ids.forEach((id) => earlier.add(id));
-    else {
+    else if (earlier.size > 0) { // a window read once (most) has nothing to compare
       const taken = new Set(window.ids);
       earlier.forEach((id) => taken.has(id) || shown.add(id));
       earlier.clear();
