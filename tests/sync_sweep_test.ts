@@ -1056,3 +1056,36 @@ async function sinkOf(
     ? createSqliteSink<Thing>(db, { table: "t" })
     : createJsonlSink<Thing>(await freshTarget(folder, `${kind}.jsonl`));
 }
+
+Deno.test("a run whose maxDuration leaves time for the sweep's window and no more (a list read whole in one window, a request a second, 2 s): the read confirming its short page comes past the time, so the cycle ends and the copy is equal to the list, on SQLite and JSONL, in both orders (newest first, every run stopped before that read and began again at the same window: 13 deleted rows and 1 new item never came, for good)", async () => {
+  for (const kind of ["sqlite", "jsonl"] as const) {
+    for (const sortDirection of ["ASC", "DESC"] as const) {
+      let list = things(255);
+      let clock = 1_800_000_000_000; // a second a list request
+      const service = listOf(
+        () => sortDirection === "ASC" ? list : [...list].reverse(),
+        { before: () => clock += 1000 },
+      );
+      using db = new DatabaseSync(":memory:");
+      const sink = await sinkOf(kind, db, "sync-sweep-late-confirm");
+      const options = {
+        id: "thingID",
+        sink,
+        sortDirection,
+        maxDuration: 2000,
+        now: () => clock,
+      };
+      await syncList(service.client, "things", options);
+      list = list.filter((_, i) => i % 20 !== 7);
+      list = [...list, { thingID: "t000100500" }].sort((a, b) =>
+        a.thingID < b.thingID ? -1 : 1
+      );
+      const got = [0, 0, 0];
+      for (let runs = 0; got[2] < 13 && runs < 5; runs++) {
+        const result = await syncList(service.client, "things", options);
+        counts(result).forEach((n, i) => got[i]! += n);
+      }
+      deepStrictEqual(got, [1, 0, 13], `${kind} ${sortDirection}`);
+    }
+  }
+});

@@ -72,13 +72,19 @@ export async function runPass<T>(
   let state = start, spent = 0, free = 0, chased = 0;
   let repeated: Repeats | undefined, width = 1; // one window first: a run with nothing new costs one request
   const flights: Flight<T>[] = [], { path } = run.config.identity;
+  let late = false; // the read past maxDuration, once a pass
   const fill = () => {
-    // The read that confirms a short page is that window's: it may come past the budget (once), or no run would end.
+    // The read that confirms a short page is that window's: it may come past the budget and past maxDuration (once,
+    // unstopped), or no run would end: with time for the window before it and no more, every run stopped there and
+    // began again at the same window, the cycle never ending.
     const allowed = () => budget + free + (state.short !== undefined ? 1 : 0);
-    while (flights.length < width && spent < allowed() && !timeUp()) {
+    while (flights.length < width && spent < allowed()) {
+      const past = timeUp();
+      if (past && (late || state.short === undefined)) break;
       const last = flights.at(-1);
       const plan = last ? followingWindow(last.plan, state) : nextWindow(state);
-      flights.push(launch(run, plan));
+      flights.push(launch(past ? { ...run, stop: undefined } : run, plan));
+      late ||= past;
       spent++;
     }
   };
