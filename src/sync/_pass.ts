@@ -72,19 +72,12 @@ export async function runPass<T>(
   let state = start, spent = 0, free = 0, chased = 0;
   let repeated: Repeats | undefined, width = 1; // one window first: a run with nothing new costs one request
   const flights: Flight<T>[] = [], { path } = run.config.identity;
-  let late = false; // the read past maxDuration, once a pass
+  const launchNext = windowLauncher(run, timeUp);
   const fill = () => {
-    // The read that confirms a short page is that window's: it may come past the budget and past maxDuration (once,
-    // unstopped), or no run would end: with time for the window before it and no more, every run stopped there and
-    // began again at the same window, the cycle never ending.
+    // The read that confirms a short page is that window's: it may come past the budget (once), or no run would end.
     const allowed = () => budget + free + (state.short !== undefined ? 1 : 0);
     while (flights.length < width && spent < allowed()) {
-      const past = timeUp();
-      if (past && (late || state.short === undefined)) break;
-      const last = flights.at(-1);
-      const plan = last ? followingWindow(last.plan, state) : nextWindow(state);
-      flights.push(launch(past ? { ...run, stop: undefined } : run, plan));
-      late ||= past;
+      if (!launchNext(state, flights)) break;
       spent++;
     }
   };
@@ -227,7 +220,7 @@ function unjoined(state: WindowState, plan: WindowPlan, path: string) {
 }
 
 /** The pages of `path` do not join, because `why` (so they are no one list's). */
-function unjoinedPages(path: string, why: string): SyncError {
+export function unjoinedPages(path: string, why: string): SyncError {
   const message =
     `Cannot sync ${path}: ${why}: the pages do not join (the list moves faster than it is read, or another list answered its first pages); what was committed stays`;
   return new SyncError(message, "unordered");
@@ -331,6 +324,25 @@ function sizeRefused(
     : undefined;
 }
 
+/**
+ * Launches a pass's next window into `flights` (after the last of them, else as `state` plans), and says whether it did:
+ * none past maxDuration but a short page's confirming read, once a pass and unstopped. Stopped there, a run with time
+ * for the window before it and no more began again at that window each run (a list read whole in one window, a request
+ * a second and 2 s: 13 deleted rows kept for good).
+ */
+function windowLauncher<T>(run: PassRun<T>, timeUp: () => boolean) {
+  let late = false; // that read made
+  return (state: WindowState, flights: Flight<T>[]): boolean => {
+    const past = timeUp();
+    if (past && (late || state.short === undefined)) return false;
+    late ||= past;
+    const last = flights.at(-1);
+    const plan = last ? followingWindow(last.plan, state) : nextWindow(state);
+    flights.push(launch(past ? { ...run, stop: undefined } : run, plan));
+    return true;
+  };
+}
+
 /** Requests the window `plan` (counted); aborted by the run's signal, its `stop`, or its own controller. */
 function launch<T>(run: PassRun<T>, plan: WindowPlan) {
   const { client, config, stop } = run, controller = new AbortController();
@@ -353,30 +365,6 @@ function launch<T>(run: PassRun<T>, plan: WindowPlan) {
 
 function land<T>(flights: Flight<T>[]): void {
   for (const flight of flights.splice(0)) flight.controller.abort();
-}
-
-/**
- * The items `window` holds, where it overlaps the `held` windows (read from page 1 down), that they did not bring, for
- * the head to read again from page 1 (none on that read: its `strayed` from the first). New items come first, so none
- * can be there: they were another list's (its ids between the list's), or came back-dated or faster than a window
- * between two requests. @throws {SyncError} (`"unordered"`) When the read again lacked one of `strayed` too.
- */
-export function heldStrays<T>(
-  held: readonly (readonly [unknown, Committed<T>])[],
-  window: Committed<T>,
-  strayed: ReadonlySet<string> | undefined,
-  path: string,
-): string[] | undefined {
-  if (held.length === 0 || window.passed === undefined) return undefined;
-  const brought = new Set(held.flatMap(([, each]) => each.ids));
-  const strays = window.passed.map((key) => key.id)
-    .filter((id) => !brought.has(id));
-  if (strays.some((id) => strayed?.has(id))) {
-    const why =
-      "page 1, read twice, lacked an item the pages after it place there both times";
-    throw unjoinedPages(path, why);
-  }
-  return strayed === undefined && strays.length > 0 ? strays : undefined;
 }
 
 /**

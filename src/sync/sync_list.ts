@@ -9,7 +9,7 @@ import {
   runStart,
   sweepLeft,
 } from "./_checkpoint.ts";
-import { type Committed, heldStrays, runPass } from "./_pass.ts";
+import { type Committed, runPass, unjoinedPages } from "./_pass.ts";
 import { Committer } from "./_committer.ts";
 import { listOptions, type SyncConfig, syncConfig } from "./_config.ts";
 import type { SyncCheckpoint } from "./sink.ts";
@@ -234,6 +234,30 @@ async function head<T>(
   if (again) return await head(run, start, first, new Set(again));
   run.grown.count += Math.min(grew.above, grew.fresh); // an item moved down is not growth
   return lost || foreign ? refuseHead(run, foreign) : shift;
+}
+
+/**
+ * The items `window` holds, where it overlaps the `held` windows (read from page 1 down), that they did not bring, for
+ * the head to read again from page 1 (none on that read: its `strayed` from the first). New items come first, so none
+ * can be there: they were another list's (its ids between the list's), or came back-dated or faster than a window
+ * between two requests. @throws {SyncError} (`"unordered"`) When the read again lacked one of `strayed` too.
+ */
+export function heldStrays<T>(
+  held: readonly (readonly [unknown, Committed<T>])[],
+  window: Committed<T>,
+  strayed: ReadonlySet<string> | undefined,
+  path: string,
+): string[] | undefined {
+  if (held.length === 0 || window.passed === undefined) return undefined;
+  const brought = new Set(held.flatMap(([, each]) => each.ids));
+  const strays = window.passed.map((key) => key.id)
+    .filter((id) => !brought.has(id));
+  if (strays.some((id) => strayed?.has(id))) {
+    const why =
+      "page 1, read twice, lacked an item the pages after it place there both times";
+    throw unjoinedPages(path, why);
+  }
+  return strayed === undefined && strays.length > 0 ? strays : undefined;
 }
 
 /**
