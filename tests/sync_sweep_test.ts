@@ -1089,3 +1089,56 @@ Deno.test("a run whose maxDuration leaves time for the sweep's window and no mor
     }
   }
 });
+
+Deno.test("another list's page answering the list's last page, its ids sorting before the sweep's edge ('a…' before every 't…', newest first 'u…'), is refused as another list's where it would end the cycle: no row removed, and the next run, answered right, goes on, on SQLite and JSONL (it ended the cycle, and 15 or 20 rows that exist were removed)", async () => {
+  for (const kind of ["sqlite", "jsonl"] as const) {
+    for (const [sortDirection, maxLimit] of orders([25, 100, 1000])) {
+      const ascending = sortDirection === "ASC";
+      const list = ascending ? things(300) : things(300).reverse();
+      const [last, prefix] = [list.at(-1)!.thingID, ascending ? "a" : "u"];
+      let misrouted = false;
+      const service = listOf(() => list, {
+        maxLimit,
+        answer: (page) =>
+          misrouted && page.some((item) => (item as Thing).thingID === last)
+            ? page.map((item) => ({
+              thingID: prefix + (item as Thing).thingID.slice(1),
+            }))
+            : page,
+      });
+      using db = new DatabaseSync(":memory:");
+      const sink = await sinkOf(kind, db, "sync-sweep-foreign-before");
+      const options = {
+        id: "thingID",
+        sink,
+        limit: 25,
+        maxLimit,
+        sortDirection,
+        sweep: Infinity,
+      };
+      await syncList(service.client, "things", options);
+      misrouted = true;
+      const refused = await syncList(service.client, "things", options)
+        .then(counts, (error) => error);
+      ok(
+        refused instanceof SyncError,
+        `${kind} ${sortDirection} ${maxLimit}: ${refused}`,
+      );
+      equal(refused.reason, "too-many-deletes");
+      misrouted = false;
+      const next = await syncList(service.client, "things", options);
+      deepStrictEqual(
+        counts(next),
+        [0, 0, 0],
+        `${kind} ${sortDirection} ${maxLimit}`,
+      );
+    }
+  }
+});
+
+/** Each order with each of `values`. */
+function orders<V>(values: readonly V[]) {
+  return (["ASC", "DESC"] as const).flatMap((order) =>
+    values.map((value) => [order, value] as const)
+  );
+}

@@ -20,6 +20,7 @@ import {
   endCycle,
   foreignPage,
   guardOf,
+  holdsNone,
   refuseForeign,
   refuseWindows,
 } from "./_cycle_end.ts";
@@ -126,6 +127,12 @@ class Sweeping<T> {
     if (retaken && await foreignPage(run, retaken, window, standing)) {
       return await refuseForeign(run, cursor.cycle);
     }
+    // Ended by items all before the edge, none the copy holds: another list's, sorting before it (newest first, "u…" ids
+    // answering the list's last page twice removed the 20 rows they stood for).
+    const before = window.ids.length === 0 ? window.passed ?? [] : [];
+    const elsewhere = ended && guard !== undefined && before.length > 0 &&
+      await holdsNone(run, before.map((key) => key.id));
+    if (elsewhere) return await refuseForeign(run, cursor.cycle);
     if (ended && !this.spread) {
       const { refusal } = this;
       this.ending = await commitEnd(run, guard, cursor, state, refusal, {
