@@ -242,7 +242,7 @@ async function head<T>(
  * can be there: they were another list's (its ids between the list's), or came back-dated or faster than a window
  * between two requests. @throws {SyncError} (`"unordered"`) When the read again lacked one of `strayed` too.
  */
-export function heldStrays<T>(
+function heldStrays<T>(
   held: readonly (readonly [unknown, Committed<T>])[],
   window: Committed<T>,
   strayed: ReadonlySet<string> | undefined,
