@@ -324,3 +324,25 @@ export async function checkSchedules<S>(
   const missed = kinds.filter((kind) => !reached.has(kind));
   if (missed.length > 0) throw new Error(`never reached: ${missed.join(", ")}`);
 }
+
+/**
+ * `sink` aborting `controller` the moment the engine hands it a batch of items (after the engine's own check): the
+ * abort comes while the sink prepares that batch, as a Ctrl-C between the hand-over and the statement would.
+ */
+export function abortingOnWrite<S extends SyncSink<never>>(
+  sink: S,
+  controller: AbortController,
+): S {
+  return new Proxy(sink, {
+    get(target, key) {
+      const value = Reflect.get(target, key, target);
+      if (typeof value !== "function") return value;
+      if (key !== "write") return value.bind(target);
+      return (...batch: Parameters<S["write"]>) => {
+        const written = value.apply(target, batch);
+        if (batch[0].length > 0) controller.abort();
+        return written;
+      };
+    },
+  });
+}

@@ -72,6 +72,15 @@ export interface SqlDialect {
   failure?(error: unknown): unknown;
 }
 
+/**
+ * Throws the run's abort that came while a dialect awaited before sending `write`: its rows or its cycle's end are not
+ * sent (a write holding only a checkpoint, what an aborted run did, still is). PostgreSQL, after its change table's round
+ * trip, sent a run's first batch after Ctrl-C (r166c F1).
+ */
+export function stopIfAborted({ rows, context, signal }: SqlBatch): void {
+  if (rows.ids.length > 0 || context?.endsCycle) signal?.throwIfAborted();
+}
+
 /** Whether a batch is written in a sweep cycle (under its cursor, or the sweep's own): its ids are logged seen. */
 export const inCycle = ({ checkpoint, context }: SqlBatch): boolean =>
   checkpoint.sweep !== undefined || context?.phase === "sweep";

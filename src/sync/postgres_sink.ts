@@ -200,6 +200,7 @@ class PostgresDialect implements kit.SqlDialect {
       ? await this.#changeTable.get()
       : undefined;
     await this.#tables.get();
+    kit.stopIfAborted(write);
     const [table, target, now] = [this.#table, this.#target, this.#now];
     const { sql, params } = writeStatement(table, write, target, changes, now);
     const row = await this.#row(sql, params).catch(async (error) => {

@@ -317,6 +317,7 @@ class SqliteDialect implements kit.SqlDialect {
     const at = new Date(this.#now()).toISOString();
     const { what } = this, target = this.#target, owner = write.owner;
     const done = this.commits.batch(() => {
+      kit.stopIfAborted(write); // the batches before it commit
       if (owner !== undefined && this.#holder(st)?.owner !== owner) {
         throw lockLost(what);
       }
