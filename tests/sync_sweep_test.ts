@@ -4,6 +4,7 @@
 
 import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
+import { withGlobal } from "@sinonjs/fake-timers";
 import {
   createJsonlSink,
   createSqliteSink,
@@ -576,7 +577,11 @@ Deno.test("a service with a least page size (a 400 for a page of one, or of fewe
   }
 });
 
-Deno.test("a cycle spread over runs by maxDuration removes the rows its earlier runs passed that the list lost: the run ending it reads them again past its time, on SQLite and JSONL, and with sweep: Infinity too, which then goes on with the cycle under way (r162b F1: that run had no time left, so every cycle kept them, and 2 of 3 deleted rows stayed for 30 runs; r165a F1: sweep: Infinity began a fresh cycle each run, so none ended and no deleted row went)", async () => {
+Deno.test("a cycle spread over runs by maxDuration (its timer firing as time passes) removes the rows its earlier runs passed that the list lost: the run ending it reads them again past its time, on SQLite and JSONL, and with sweep: Infinity too, which then goes on with the cycle under way (r162b F1: that run had no time left, so every cycle kept them, and 2 of 3 deleted rows stayed for 30 runs; r165a F1: sweep: Infinity began a fresh cycle each run, so none ended and no deleted row went; r166b F3: those reads were cut by the timer)", async () => {
+  await withTimers(spreadCycles);
+});
+
+async function spreadCycles(tick: (ms: number) => void) {
   for (
     const [kind, sweep] of [
       ["sqlite", undefined],
@@ -589,7 +594,7 @@ Deno.test("a cycle spread over runs by maxDuration removes the rows its earlier 
     let clock = 1_800_000_000_000; // a second a list request
     const service = listOf(() => list, {
       maxLimit: 25,
-      before: () => clock += 1000,
+      before: () => (clock += 1000, tick(1000)),
     });
     using db = new DatabaseSync(":memory:");
     const sink = await sinkOf(kind, db, "sync-sweep-spread");
@@ -611,7 +616,7 @@ Deno.test("a cycle spread over runs by maxDuration removes the rows its earlier 
     }
     equal(deleted, 3, `${kind} ${sweep}`);
   }
-});
+}
 
 Deno.test("a service with a least page size, a list that kept fewer than 25 of its items: the sweep's short first page is confirmed at a size the service takes, and the cycle ends with its deletes, in both orders (r162a F1: that read answered the same items, taken for a cut, so no cycle ended and a sweep of Infinity returned with every deleted row kept)", async () => {
   for (const sortDirection of ["ASC", "DESC"] as const) {
@@ -1057,14 +1062,30 @@ async function sinkOf(
     : createJsonlSink<Thing>(await freshTarget(folder, `${kind}.jsonl`));
 }
 
-Deno.test("a run whose maxDuration leaves time for the sweep's window and no more (a list read whole in one window, a request a second, 2 s): the read confirming its short page comes past the time, so the cycle ends and the copy is equal to the list, on SQLite and JSONL, in both orders (newest first, every run stopped before that read and began again at the same window: 13 deleted rows and 1 new item never came, for good)", async () => {
+Deno.test("a run whose maxDuration leaves time for the sweep's window and no more (a list read whole in one window, a request a second, 2 s, the run's timer firing as time passes): the read confirming its short page comes past the time, so the cycle ends and the copy is equal to the list, on SQLite and JSONL, in both orders (newest first, every run stopped before that read and began again at the same window: 13 deleted rows and 1 new item never came, for good; r166b F3: launched in time, that read was cut at 2 s)", async () => {
+  await withTimers(lateConfirms);
+});
+
+/** Runs `work` with the timers faked, moved by `tick` as the test's clock: a run's maxDuration timer fires as in real time. */
+async function withTimers(work: (tick: (ms: number) => void) => Promise<void>) {
+  const timers = withGlobal(globalThis).install({
+    toFake: ["setTimeout", "clearTimeout"],
+  });
+  try {
+    await work((ms) => void timers.tick(ms));
+  } finally {
+    timers.uninstall();
+  }
+}
+
+async function lateConfirms(tick: (ms: number) => void) {
   for (const kind of ["sqlite", "jsonl"] as const) {
     for (const sortDirection of ["ASC", "DESC"] as const) {
       let list = things(255);
       let clock = 1_800_000_000_000; // a second a list request
       const service = listOf(
         () => sortDirection === "ASC" ? list : [...list].reverse(),
-        { before: () => clock += 1000 },
+        { before: () => (clock += 1000, tick(1000)) },
       );
       using db = new DatabaseSync(":memory:");
       const sink = await sinkOf(kind, db, "sync-sweep-late-confirm");
@@ -1088,7 +1109,7 @@ Deno.test("a run whose maxDuration leaves time for the sweep's window and no mor
       deepStrictEqual(got, [1, 0, 13], `${kind} ${sortDirection}`);
     }
   }
-});
+}
 
 Deno.test("another list's page answering the list's last page, its ids sorting before the sweep's edge ('a…' before every 't…', newest first 'u…'), is refused as another list's where it would end the cycle: no row removed, and the next run, answered right, goes on, on SQLite and JSONL (it ended the cycle, and 15 or 20 rows that exist were removed)", async () => {
   for (const kind of ["sqlite", "jsonl"] as const) {

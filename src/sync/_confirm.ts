@@ -27,8 +27,9 @@ type ConfirmRun<T> = PassRun<T> & { readonly committer: Committer<T> };
  * Reads again, before the cycle of `cursor` (this run's sweep began there) ends, the rows of the copy the cycle has not
  * seen that lie before `cursor.edge`, where earlier runs passed them: each seen now (and its window's rows) is
  * committed, and leaves `guard`'s count. Stops at CONFIRM_READS requests: the ids of the rows left unread, which the
- * cycle's end keeps (`SyncWriteContext.kept`). Not at `maxDuration`: the run ending a cycle spread by it had no time
- * left, so each cycle kept every row earlier runs passed, and a deleted row was never removed (r162b F1).
+ * cycle's end keeps (`SyncWriteContext.kept`). Not at `maxDuration`, nor cut by its timer: the run ending a cycle spread
+ * by it had no time left, so each cycle kept every row earlier runs passed, and a deleted row was never removed (r162b
+ * F1; r166b F3, in real time).
  */
 export async function confirmPassed<T>(
   run: ConfirmRun<T>,
@@ -68,7 +69,7 @@ export async function confirmPassed<T>(
         (edge !== null && !before(descending, keyText(edge), row.key));
       return reached ? false : undefined;
     };
-    const alone = { ...run, alone: true };
+    const alone = { ...run, alone: true, stop: undefined };
     const end = await runPass(alone, start, left, commit);
     if (ended || end.state.edge === null) return []; // past the list's end, none is there
     if (!reached) break;

@@ -69,15 +69,15 @@ export async function runPass<T>(
   timeUp: () => boolean = () => false,
   doubt?: (window: Committed<T>) => Promise<boolean>,
 ): Promise<{ state: WindowState; ended: boolean }> {
-  let state = start, spent = 0, free = 0, chased = 0;
+  let state = start, spent = 0, free = 0, chased = 0, afterShort = false;
   let repeated: Repeats | undefined, width = 1; // one window first: a run with nothing new costs one request
   const flights: Flight<T>[] = [], { path } = run.config.identity;
-  const launchNext = windowLauncher(run, timeUp);
+  const launcher = windowLauncher(run, timeUp);
   const fill = () => {
     // The read that confirms a short page is that window's: it may come past the budget (once), or no run would end.
     const allowed = () => budget + free + (state.short !== undefined ? 1 : 0);
     while (flights.length < width && spent < allowed()) {
-      if (!launchNext(state, flights)) break;
+      if (!launcher.next(state, flights, afterShort)) break;
       spent++;
     }
   };
@@ -88,13 +88,14 @@ export async function runPass<T>(
       if (flight === undefined) return { state, ended: false };
       const judged = await judge(flight, state, run.config, start.edge, doubt);
       if (judged.kind === "stopped") return { state, ended: false };
+      afterShort = judged.kind === "commit" && !judged.full; // the next read settles it: a cut, or the end
       const nothing = judged.kind === "commit" && !judged.window.items.length;
       free = unspent(free, judged, state, nothing);
       const next = judged.next, over = flight.plan.limit > windowCap(state);
       state = nothing && over ? { ...next, overTried: next.offset } : next;
       const missed = judged.kind === "gap" || (nothing && !!state.seek); // sought, not found (past the edge, or before), or doubted
       if (missed) state = unjoined(state, flight.plan, path);
-      if ("doubted" in judged) flights.unshift(launch(run, flight.plan)); // first: those after it stand if it does
+      if ("doubted" in judged) flights.unshift(launcher.again(flight.plan)); // first: those after it stand if it does
       else if (judged.kind !== "commit" || unsure(state)) {
         land(flights); // windows planned on a wrong guess are not worth reading
         width = 1;
@@ -326,21 +327,29 @@ function sizeRefused(
 
 /**
  * Launches a pass's next window into `flights` (after the last of them, else as `state` plans), and says whether it did:
- * none past maxDuration but a short page's confirming read, once a pass and unstopped. Stopped there, a run with time
- * for the window before it and no more began again at that window each run (a list read whole in one window, a request
- * a second and 2 s: 13 deleted rows kept for good).
+ * none past maxDuration but the read confirming a short page (`afterShort`: the window before was answered short), once
+ * a pass. Such a read is never stopped at maxDuration: stopped, a run with time for the window before it and no more
+ * began again at that window each run (a list read whole in one window, a request a second and 2 s: 13 deleted rows
+ * kept for good), launched past the time or just before it (r166b F3: in real time, cut by the timer). A doubted
+ * window's read again (`again`) is one too.
  */
 function windowLauncher<T>(run: PassRun<T>, timeUp: () => boolean) {
-  let late = false; // that read made
-  return (state: WindowState, flights: Flight<T>[]): boolean => {
-    const past = timeUp();
-    if (past && (late || state.short === undefined)) return false;
+  let late = false; // that read made past the time
+  const unstopped = { ...run, stop: undefined };
+  const next = (
+    state: WindowState,
+    flights: Flight<T>[],
+    afterShort: boolean,
+  ) => {
+    const past = timeUp(), confirms = afterShort || state.short !== undefined;
+    if (past && (late || !confirms)) return false;
     late ||= past;
     const last = flights.at(-1);
     const plan = last ? followingWindow(last.plan, state) : nextWindow(state);
-    flights.push(launch(past ? { ...run, stop: undefined } : run, plan));
+    flights.push(launch(confirms ? unstopped : run, plan));
     return true;
   };
+  return { next, again: (plan: WindowPlan) => launch(unstopped, plan) };
 }
 
 /** Requests the window `plan` (counted); aborted by the run's signal, its `stop`, or its own controller. */
