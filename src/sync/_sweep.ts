@@ -127,10 +127,12 @@ class Sweeping<T> {
     if (retaken && await foreignPage(run, retaken, window, standing)) {
       return await refuseForeign(run, cursor.cycle);
     }
-    // Ended by items all before the edge, none the copy holds: another list's, sorting before it (newest first, "u…" ids
-    // answering the list's last page twice removed the 20 rows they stood for).
-    const before = window.ids.length === 0 ? window.passed ?? [] : [];
-    const elsewhere = ended && guard !== undefined && before.length > 0 &&
+    // Its items up to the edge lack the edge's own and hold none of the copy's: another list's, sorting before it (newest
+    // first, "u…" ids answering the list's last page twice removed the 20 rows they stood for; with the list's last item
+    // kept, 19). The list's own page holds the edge's item, and new items before it the cycle staged (r166b F1).
+    const before = window.passed ?? [];
+    const elsewhere = guard !== undefined && before.length > 0 &&
+      !before.some((key) => key.id === standing?.id) &&
       await holdsNone(run, before.map((key) => key.id));
     if (elsewhere) return await refuseForeign(run, cursor.cycle);
     if (ended && !this.spread) {
