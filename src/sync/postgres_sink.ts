@@ -173,7 +173,12 @@ class PostgresDialect implements kit.SqlDialect {
   }
 
   async take(token: string): Promise<{ taken: string } | { holder: string }> {
-    const row = await this.#row(LEASE_SQL.take, [this.#target, token]);
+    // Under REPEATABLE READ or SERIALIZABLE, a lease row another run writes meanwhile fails the take (40001): held.
+    const row = await this.#row(LEASE_SQL.take, [this.#target, token]).catch(
+      (error) =>
+        serializationFailure(error) ? undefined : Promise.reject(error),
+    );
+    if (row === undefined) return { holder: holderOf(false) };
     if (row.taken === token) return { taken: token };
     return { holder: holderOf(row.stale === "true", row.holder) };
   }
@@ -339,4 +344,9 @@ function foreignColumns(catalog: Row): string | undefined {
     return `its columns deleted_at (${deletedAt}), seen (${seen}) and ${KEY} (${key}) are not the sink's (timestamptz, bigint, text): it was not made by this sink`;
   }
   return undefined;
+}
+
+/** Whether a driver's `error` is PostgreSQL's serialization failure (SQLSTATE 40001), as `pg` and postgres.js give it. */
+function serializationFailure(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === "40001";
 }

@@ -1303,6 +1303,27 @@ const steps: {
     },
   },
   {
+    name:
+      "a take of the lease failing as a serialization failure (SQLSTATE 40001: the database's default REPEATABLE READ or SERIALIZABLE, another run writing the lease row) is a lease held: the run waits and takes it next time (r166c F2: the driver's raw error, at once)",
+    async fn(db) {
+      let failed = 0;
+      const waits: string[] = [];
+      const sink = createPostgresSink({
+        query: (sql: string, params: string[]) =>
+          sql.startsWith("WITH taken") && failed++ === 0
+            ? Promise.reject(Object.assign(new Error("serialize"), {
+              code: "40001",
+            }))
+            : db.query(sql, params),
+        table: "serialized",
+        onLockWait: (holder) => waits.push(holder),
+      });
+      const service = listOf(() => spread(30, ""));
+      const run = await syncList(service.client, "things", { id: "id", sink });
+      deepStrictEqual([run.inserted, failed, waits], [30, 2, ["another run"]]);
+    },
+  },
+  {
     name: "a lease not refreshed for 5 s is taken over at once",
     async fn(db) {
       const fake = inProcess({ items: { transactions: 10 } });
