@@ -219,6 +219,20 @@ async function refuse<T>(
 }
 
 /**
+ * Whether, of `of` items, `ids` are those not known the list's, and the sink shows it holds few of them as live rows:
+ * with the known, a quarter of `of` at most (a sink that cannot tell: false).
+ */
+export async function holdsFew<T>(
+  { config, committer }: CycleRun<T>,
+  ids: readonly string[],
+  of: number,
+): Promise<boolean> {
+  await committer.done();
+  const held = await config.sink.holds?.(ids, config.keyOf);
+  return held !== undefined && 4 * (of - ids.length + held.size) <= of;
+}
+
+/**
  * Whether the sink shows it holds none of `ids` as live rows (`holds`), or without `ids`, no live row at all (one
  * confirmed emptied: `liveCount` or `liveRows`); a sink that cannot tell: false.
  */

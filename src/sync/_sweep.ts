@@ -20,7 +20,7 @@ import {
   endCycle,
   foreignPage,
   guardOf,
-  holdsNone,
+  holdsFew,
   refuseForeign,
   refuseWindows,
 } from "./_cycle_end.ts";
@@ -84,6 +84,8 @@ class Sweeping<T> {
   /** A spread cycle's last window, committed: its end waits for confirmPassed. */
   endedAt: WindowState | undefined;
   #starts: boolean;
+  /** The ids of the window before, in this run: items the cycle read, staged or written. */
+  #read = new Set<string>();
 
   constructor(
     readonly run: SweepRun<T>,
@@ -127,13 +129,16 @@ class Sweeping<T> {
     if (retaken && await foreignPage(run, retaken, window, standing)) {
       return await refuseForeign(run, cursor.cycle);
     }
-    // Its items up to the edge lack the edge's own and hold none of the copy's: another list's, sorting before it (newest
+    // Its items up to the edge lack the edge's own and hold few of the copy's: another list's, sorting before it (newest
     // first, "u…" ids answering the list's last page twice removed the 20 rows they stood for; with the list's last item
-    // kept, 19). The list's own page holds the edge's item, and new items before it the cycle staged (r166b F1).
-    const before = window.passed ?? [];
+    // kept, 19; with a row of the copy too, 19). The list's own page holds the edge's item, and new items before it the
+    // cycle staged (r166b F1), which the window before read (the edge's item gone since: r166b F5).
+    const before = (window.passed ?? []).map((key) => key.id),
+      read = this.#read;
+    this.#read = new Set([...before, ...window.ids]);
     const elsewhere = guard !== undefined && before.length > 0 &&
-      !before.some((key) => key.id === standing?.id) &&
-      await holdsNone(run, before.map((key) => key.id));
+      !before.includes(standing?.id ?? "") &&
+      await holdsFew(run, before.filter((id) => !read.has(id)), before.length);
     if (elsewhere) return await refuseForeign(run, cursor.cycle);
     if (ended && !this.spread) {
       const { refusal } = this;
