@@ -1115,7 +1115,7 @@ Deno.test("another list's page answering the list's last page, its ids sorting b
   // Not where one page is the whole list newest first with items kept: the head, not the sweep, takes that page's
   // newer ids (left open: a page of another list that holds the copy's oldest item).
   const modes = orders([25, 100, 1000]).flatMap((order) =>
-    (["none", "last", "half", "held"] as const).map((kept) =>
+    (["none", "last", "half", "held", "edge"] as const).map((kept) =>
       [...order, kept] as const
     )
   ).filter(([order, max, kept]) =>
@@ -1126,13 +1126,17 @@ Deno.test("another list's page answering the list's last page, its ids sorting b
       const ascending = sortDirection === "ASC";
       const list = ascending ? things(300) : things(300).reverse();
       const [last, prefix] = [list.at(-1)!.thingID, ascending ? "a" : "u"];
-      let misrouted = false;
+      let misrouted = false, before = list[40]!;
       const service = listOf(() => list, {
         maxLimit,
-        answer: (page) =>
-          misrouted && page.some((item) => (item as Thing).thingID === last)
-            ? misroute(page as Thing[], kept, prefix, list[40]!)
-            : page,
+        answer: (page) => {
+          const kept_ = kept === "edge" ? before : list[40]!; // the answer before's last item
+          before = (page as Thing[]).at(-1) ?? before;
+          return misrouted &&
+              page.some((item) => (item as Thing).thingID === last)
+            ? misroute(page as Thing[], kept, prefix, kept_)
+            : page;
+        },
       });
       using db = new DatabaseSync(":memory:");
       const sink = await sinkOf(kind, db, "sync-sweep-foreign-before");
@@ -1165,21 +1169,26 @@ Deno.test("another list's page answering the list's last page, its ids sorting b
 });
 
 /**
- * `page` as another list answers it (ids of `prefix`), keeping none of it, its last item, its last half, or its last
- * item with a row of the copy from elsewhere (`held`) before it.
+ * `page` as another list answers it (ids of `prefix`), keeping none of it, its last item, its last half, its last
+ * item with a row of the copy from elsewhere (`held`) before it, or ending with the answer before's last item (`edge`,
+ * given as `held`).
  */
 function misroute(
   page: readonly Thing[],
-  kept: "none" | "last" | "half" | "held",
+  kept: "none" | "last" | "half" | "held" | "edge",
   prefix: string,
   held: Thing,
 ): Thing[] {
   const n = page.length;
-  const keep = kept === "none" ? 0 : kept === "half" ? Math.floor(n / 2) : 1;
+  const keep = kept === "none" || kept === "edge"
+    ? 0
+    : kept === "half"
+    ? Math.floor(n / 2)
+    : 1;
   return page.map((item, i) =>
     i >= n - keep
       ? item
-      : kept === "held" && i === n - 2
+      : (kept === "held" && i === n - 2) || (kept === "edge" && i === n - 1)
       ? held
       : { thingID: prefix + item.thingID.slice(1) }
   );

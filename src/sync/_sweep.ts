@@ -84,7 +84,7 @@ class Sweeping<T> {
   /** A spread cycle's last window, committed: its end waits for confirmPassed. */
   endedAt: WindowState | undefined;
   #starts: boolean;
-  /** The ids of the window before, in this run: items the cycle read, staged or written. */
+  /** The items the last window with any committed, in this run: read by the cycle, staged or written. */
   #read = new Set<string>();
 
   constructor(
@@ -135,7 +135,8 @@ class Sweeping<T> {
     // cycle staged (r166b F1), which the window before read (the edge's item gone since: r166b F5).
     const before = (window.passed ?? []).map((key) => key.id),
       read = this.#read;
-    this.#read = new Set([...before, ...window.ids]);
+    // Not `before`: another list's page holding the edge's item seeded it (keepEdge).
+    if (window.ids.length > 0) this.#read = new Set(window.ids);
     const elsewhere = guard !== undefined && before.length > 0 &&
       !before.includes(standing?.id ?? "") &&
       await holdsFew(run, before.filter((id) => !read.has(id)), before.length);
