@@ -1266,6 +1266,38 @@ Deno.test("newest first, 30 or 100 items gained at the list's far end (back-date
   }
 });
 
+Deno.test("a cycle spread over runs (sweep 1 or 3) of a list gaining 100 items at its far end (newest first: back-dated), the sweep's last item read deleted between runs whenever it is one of them: no run is refused, on SQLite and JSONL (r167a: the next window's overlap, items the cycle staged, was taken for another list's page, 54 runs refused of 3,240)", async () => {
+  for (const kind of ["sqlite", "jsonl"] as const) {
+    for (const sweep of [1, 3]) {
+      let list = things(300);
+      const service = listOf(() => [...list].reverse(), { maxLimit: 25 });
+      using db = new DatabaseSync(":memory:");
+      const sink = await sinkOf(kind, db, "sync-sweep-spread-edge-gone");
+      const options = {
+        id: "thingID",
+        sink,
+        limit: 25,
+        maxLimit: 25,
+        sortDirection: "DESC" as const,
+        sweep,
+      };
+      await syncList(service.client, "things", options);
+      const far = things(100).map((item) => `a${item.thingID.slice(1)}`);
+      list = [...far.map((thingID) => ({ thingID })), ...list];
+      let gone = 0;
+      for (let run = 0; run < 30; run++) {
+        const edge = (await sink.load())?.sweep?.edge?.id ?? "";
+        if (run % 2 === 0 && far.includes(edge)) {
+          list = list.filter((item) => item.thingID !== edge);
+          gone++;
+        }
+        await syncList(service.client, "things", options);
+      }
+      ok(gone > 0, `${kind} ${sweep}: no edge was deleted`);
+    }
+  }
+});
+
 /** Each order with each of `values`. */
 function orders<V>(values: readonly V[]) {
   return (["ASC", "DESC"] as const).flatMap((order) =>

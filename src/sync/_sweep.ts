@@ -6,7 +6,7 @@ import { afterSweepWindow, sweepStart } from "./_checkpoint.ts";
 import { type Committed, listHead, type PassRun, runPass } from "./_pass.ts";
 import type { Committer } from "./_committer.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
-import type { WindowState } from "./_window.ts";
+import type { SyncKey, WindowState } from "./_window.ts";
 import { doubter } from "./_window_doubt.ts";
 import {
   heldBack,
@@ -115,6 +115,7 @@ class Sweeping<T> {
     this.lost = window.lost === true && guard !== undefined &&
       !(guard.copy.edgeHeld && await holdsUnseen(guard, passed));
     if (this.lost) return false;
+    const behind = guard && guard.passed.size + guard.beyond;
     if (guard !== undefined && await heldBack(guard, passed)) {
       // Refused: no more windows commit; those the budget still reads tell the share the refusal names.
       return config.signal?.throwIfAborted();
@@ -129,18 +130,11 @@ class Sweeping<T> {
     if (retaken && await foreignPage(run, retaken, window, standing)) {
       return await refuseForeign(run, cursor.cycle);
     }
-    // Its items up to the edge lack the edge's own and hold few of the copy's: another list's, sorting before it (newest
-    // first, "u…" ids answering the list's last page twice removed the 20 rows they stood for; with the list's last item
-    // kept, 19; with a row of the copy too, 19). The list's own page holds the edge's item, and new items before it the
-    // cycle staged (r166b F1), which the window before read (the edge's item gone since: r166b F5).
-    const before = (window.passed ?? []).map((key) => key.id),
-      read = this.#read;
-    // Not `before`: another list's page holding the edge's item seeded it (keepEdge).
-    if (window.ids.length > 0) this.#read = new Set(window.ids);
-    const elsewhere = guard !== undefined && before.length > 0 &&
-      !before.includes(standing?.id ?? "") &&
-      await holdsFew(run, before.filter((id) => !read.has(id)), before.length);
-    if (elsewhere) return await refuseForeign(run, cursor.cycle);
+    const passes = guard !== undefined &&
+      guard.passed.size + guard.beyond > behind!;
+    if (await this.#elsewhere(window, standing, passes)) {
+      return await refuseForeign(run, cursor.cycle);
+    }
     if (ended && !this.spread) {
       const { refusal } = this;
       this.ending = await commitEnd(run, guard, cursor, state, refusal, {
@@ -153,6 +147,29 @@ class Sweeping<T> {
     await committer.commit("sweep", at, window);
     if (ended) this.endedAt = state;
     return ended ? false : undefined;
+  }
+
+  /**
+   * Whether `window`, passing rows of the copy the cycle has yet to see (`passes`: accepted, they would go), is another
+   * list's page sorting before the edge `standing`: its items up to it lack the edge's own and hold few of the copy's
+   * (newest first, "u…" ids answering the list's last page twice removed the 20 rows they stood for; with the list's
+   * last item kept, 19; with a row of the copy too, 19). The list's own page holds the edge's item, else items the
+   * cycle read: staged (new, r166b F1), which the window before committed (the edge's item gone since: r166b F5), or
+   * passing nothing that would go (a spread cycle's staged overlap: r167a).
+   */
+  async #elsewhere(
+    window: Committed<T>,
+    standing: SyncKey | null,
+    passes: boolean,
+  ): Promise<boolean> {
+    const before = (window.passed ?? []).map((key) => key.id),
+      read = this.#read;
+    // Not `before`: another list's page holding the edge's item seeded it (keepEdge).
+    if (window.ids.length > 0) this.#read = new Set(window.ids);
+    if (!passes || before.length === 0) return false;
+    if (before.includes(standing?.id ?? "")) return false;
+    const unread = before.filter((id) => !read.has(id));
+    return await holdsFew(this.run, unread, before.length);
   }
 }
 
