@@ -1126,15 +1126,15 @@ Deno.test("another list's page answering the list's last page, its ids sorting b
       const ascending = sortDirection === "ASC";
       const list = ascending ? things(300) : things(300).reverse();
       const [last, prefix] = [list.at(-1)!.thingID, ascending ? "a" : "u"];
-      let misrouted = false, before = list[40]!;
+      let misrouted = false, edge = list[40]!;
       const service = listOf(() => list, {
         maxLimit,
         answer: (page) => {
-          const kept_ = kept === "edge" ? before : list[40]!; // the answer before's last item
-          before = (page as Thing[]).at(-1) ?? before;
+          const shown = { rows: list.slice(40), edge }; // `edge`: the answer before's last item
+          edge = (page as Thing[]).at(-1) ?? edge;
           return misrouted &&
               page.some((item) => (item as Thing).thingID === last)
-            ? misroute(page as Thing[], kept, prefix, kept_)
+            ? misroute(page as Thing[], kept, prefix, shown)
             : page;
         },
       });
@@ -1170,16 +1170,16 @@ Deno.test("another list's page answering the list's last page, its ids sorting b
 
 /**
  * `page` as another list answers it (ids of `prefix`), keeping none of it, its last item, its last half, its last
- * item with a row of the copy from elsewhere (`held`) before it, or ending with the answer before's last item (`edge`,
- * given as `held`).
+ * item with rows of the copy from elsewhere (`rows`) before it, a third of the page, or ending with the answer before's
+ * last item (`edge`).
  */
 function misroute(
   page: readonly Thing[],
   kept: "none" | "last" | "half" | "held" | "edge",
   prefix: string,
-  held: Thing,
+  { rows, edge }: { rows: readonly Thing[]; edge: Thing },
 ): Thing[] {
-  const n = page.length;
+  const n = page.length, third = Math.ceil(n / 3);
   const keep = kept === "none" || kept === "edge"
     ? 0
     : kept === "half"
@@ -1188,8 +1188,10 @@ function misroute(
   return page.map((item, i) =>
     i >= n - keep
       ? item
-      : (kept === "held" && i === n - 2) || (kept === "edge" && i === n - 1)
-      ? held
+      : kept === "held" && i >= n - 1 - third
+      ? rows[i - (n - 1 - third)]!
+      : kept === "edge" && i === n - 1
+      ? edge
       : { thingID: prefix + item.thingID.slice(1) }
   );
 }

@@ -219,17 +219,17 @@ async function refuse<T>(
 }
 
 /**
- * Whether, of `of` items, `ids` are those not known the list's, and the sink shows it holds few of them as live rows:
- * with the known, a quarter of `of` at most (a sink that cannot tell: false).
+ * Whether, of `of` items, `ids` are those not known the list's, and more than half of `of` are among them and not the
+ * copy's live rows (a sink that cannot tell: false).
  */
-export async function holdsFew<T>(
+export async function mostUnknown<T>(
   { config, committer }: CycleRun<T>,
   ids: readonly string[],
   of: number,
 ): Promise<boolean> {
   await committer.done();
   const held = await config.sink.holds?.(ids, config.keyOf);
-  return held !== undefined && 4 * (of - ids.length + held.size) <= of;
+  return held !== undefined && 2 * (ids.length - held.size) > of;
 }
 
 /**

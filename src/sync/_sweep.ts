@@ -20,7 +20,7 @@ import {
   endCycle,
   foreignPage,
   guardOf,
-  holdsFew,
+  mostUnknown,
   refuseForeign,
   refuseWindows,
 } from "./_cycle_end.ts";
@@ -151,11 +151,12 @@ class Sweeping<T> {
 
   /**
    * Whether `window`, passing rows of the copy the cycle has yet to see (`passes`: accepted, they would go), is another
-   * list's page sorting before the edge `standing`: its items up to it lack the edge's own and hold few of the copy's
-   * (newest first, "u…" ids answering the list's last page twice removed the 20 rows they stood for; with the list's
-   * last item kept, 19; with a row of the copy too, 19). The list's own page holds the edge's item, else items the
-   * cycle read: staged (new, r166b F1), which the window before committed (the edge's item gone since: r166b F5), or
-   * passing nothing that would go (a spread cycle's staged overlap: r167a).
+   * list's page sorting before the edge `standing`: most of its items up to it are neither the edge's own, nor the
+   * copy's rows, nor items the last window with any committed in this run (newest first, "u…" ids answering the
+   * list's last page twice removed the 20 rows they stood for; with the list's last item kept, 19; with a third of
+   * the page the copy's rows from elsewhere, or the edge's item, 19). The list's own page there holds the edge's item
+   * and the items before it the cycle read: written, or staged by the window before (new, r166b F1 and F5); a window
+   * after a run's end, its overlap staged by the run before, passes nothing that would go (r167a).
    */
   async #elsewhere(
     window: Committed<T>,
@@ -167,9 +168,8 @@ class Sweeping<T> {
     // Not `before`: another list's page holding the edge's item seeded it (keepEdge).
     if (window.ids.length > 0) this.#read = new Set(window.ids);
     if (!passes || before.length === 0) return false;
-    if (before.includes(standing?.id ?? "")) return false;
-    const unread = before.filter((id) => !read.has(id));
-    return await holdsFew(this.run, unread, before.length);
+    const unread = before.filter((id) => !read.has(id) && id !== standing?.id);
+    return await mostUnknown(this.run, unread, before.length);
   }
 }
 
