@@ -1246,20 +1246,9 @@ Deno.test("newest first, 30 or 100 items gained at the list's far end (back-date
         },
       });
       using db = new DatabaseSync(":memory:");
-      const sink = await sinkOf(kind, db, "sync-sweep-edge-gone");
-      const options = {
-        id: "thingID",
-        sink,
-        limit: 25,
-        maxLimit: 25,
-        sortDirection: "DESC" as const,
-        sweep: Infinity,
-      };
+      const { options } = await newestFirst(kind, db, "edge-gone", Infinity);
       await syncList(service.client, "things", options);
-      const far = things(added).map((item) => ({
-        thingID: "a" + item.thingID.slice(1),
-      }));
-      list = [...far, ...list];
+      list = [...backDated(added), ...list];
       left = deletes;
       for (let run = 0; run < 3; run++) {
         await syncList(service.client, "things", options);
@@ -1274,18 +1263,10 @@ Deno.test("a cycle spread over runs (sweep 1 or 3) of a list gaining 100 items a
       let list = things(300);
       const service = listOf(() => [...list].reverse(), { maxLimit: 25 });
       using db = new DatabaseSync(":memory:");
-      const sink = await sinkOf(kind, db, "sync-sweep-spread-edge-gone");
-      const options = {
-        id: "thingID",
-        sink,
-        limit: 25,
-        maxLimit: 25,
-        sortDirection: "DESC" as const,
-        sweep,
-      };
+      const { sink, options } = await newestFirst(kind, db, "spread", sweep);
       await syncList(service.client, "things", options);
-      const far = things(100).map((item) => `a${item.thingID.slice(1)}`);
-      list = [...far.map((thingID) => ({ thingID })), ...list];
+      const far = backDated(100).map((item) => item.thingID);
+      list = [...backDated(100), ...list];
       let gone = 0;
       for (let run = 0; run < 30; run++) {
         const edge = (await sink.load())?.sweep?.edge?.id ?? "";
@@ -1299,6 +1280,24 @@ Deno.test("a cycle spread over runs (sweep 1 or 3) of a list gaining 100 items a
     }
   }
 });
+
+/** A newest-first copy of `kind` read in windows of 25, `sweep` of them a run. */
+async function newestFirst(
+  kind: "sqlite" | "jsonl",
+  db: DatabaseSync,
+  name: string,
+  sweep: number,
+) {
+  const sink = await sinkOf(kind, db, `sync-sweep-${name}`);
+  const sortDirection = "DESC" as const;
+  const options = { id: "thingID", sink, limit: 25, maxLimit: 25, sweep };
+  return { sink, options: { ...options, sortDirection } };
+}
+
+/** `n` items sorting before every one of `things` (newest first: back-dated, at the list's far end). */
+function backDated(n: number): Thing[] {
+  return things(n).map((item) => ({ thingID: `a${item.thingID.slice(1)}` }));
+}
 
 /** Each order with each of `values`. */
 function orders<V>(values: readonly V[]) {
