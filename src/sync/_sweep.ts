@@ -131,7 +131,7 @@ class Sweeping<T> {
       return await refuseForeign(run, cursor.cycle);
     }
     const passes = guard !== undefined &&
-      guard.passed.size + guard.beyond > behind!;
+      guard.passed.size + guard.beyond > (behind ?? 0);
     if (await this.#elsewhere(window, standing, passes)) {
       return await refuseForeign(run, cursor.cycle);
     }
@@ -163,11 +163,12 @@ class Sweeping<T> {
     standing: SyncKey | null,
     passes: boolean,
   ): Promise<boolean> {
-    const before = (window.passed ?? []).map((key) => key.id),
-      read = this.#read;
-    // Not `before`: another list's page holding the edge's item seeded it (keepEdge).
+    if (this.guard === undefined) return false; // unguarded: nothing kept for it
+    const read = this.#read;
+    // Not `passed`: another list's page holding the edge's item seeded it (keepEdge).
     if (window.ids.length > 0) this.#read = new Set(window.ids);
-    if (!passes || before.length === 0) return false;
+    const before = passes ? (window.passed ?? []).map((key) => key.id) : [];
+    if (before.length === 0) return false;
     const unread = before.filter((id) => !read.has(id) && id !== standing?.id);
     return await mostUnknown(this.run, unread, before.length);
   }
