@@ -15,9 +15,11 @@ import {
 import {
   type SyncCheckpoint,
   SyncError,
+  syncList,
   type SyncResult,
   type SyncSink,
 } from "../src/sync/mod.ts";
+import { seededRandom } from "../src/testing/_list_data.ts";
 import fc from "fast-check";
 
 /** A fake in process and a client over it. */
@@ -301,6 +303,33 @@ export function things(
     { length: n },
     (_, i) => ({ thingID: `t${String(i * step).padStart(9, "0")}${suffix}` }),
   );
+}
+
+/**
+ * r167a's spread cycle into `sink`: 300 things at random ids, newest first, 3 windows of 50 a run; 600 more at random
+ * ids come before the fourth of 30 runs, and every other run the sweep's last item read is deleted first. A run that
+ * fails rejects.
+ */
+export async function edgeGoneAmidInserts(sink: SyncSink<Thing>) {
+  const random = seededRandom(7);
+  const spread = (digits: number, tail = "") =>
+    Array.from({ length: digits === 9 ? 300 : 600 }, () => ({
+      thingID: `t${
+        String(Math.floor(random() * 10 ** digits)).padStart(9, "0")
+      }${tail}`,
+    }));
+  let list: Thing[] = spread(9);
+  const newest = () => [...list].sort((a, b) => a.thingID < b.thingID ? 1 : -1);
+  const service = listOf(newest, { maxLimit: 50 });
+  const sortDirection = "DESC" as const;
+  const options = { id: "thingID", sink, limit: 50, sweep: 3, sortDirection };
+  await syncList(service.client, "things", options);
+  for (let run = 0; run < 30; run++) {
+    if (run === 3) list = [...list, ...spread(6, "x")];
+    const edge = (await sink.load())?.sweep?.edge?.id;
+    if (run % 2 === 0) list = list.filter((item) => item.thingID !== edge);
+    await syncList(service.client, "things", options);
+  }
 }
 
 /** A run's inserted, updated and deleted counts, to compare in one assertion. */

@@ -220,22 +220,16 @@ export async function* copyRows(
   keyOf: KeyOf,
 ): AsyncGenerator<CopyRow> {
   if (committed === undefined) return;
-  // Not this run's item: the line is its id (the guard leaves it to the cycle's end).
-  const idOf = (item: unknown, line: string) =>
-    tried(() => keyOf(item).id) ?? line;
   const { renaming, rewrite } = committed;
   const under = !renaming && rewrite?.cycle === cycle ? rewrite : undefined;
-  const seen = new Set<string>(), listed = new Set<string>();
-  for await (const read of linesOf(files.rewrite, under?.end.length ?? 0)) {
-    const items = itemsOf(files, read);
-    items.forEach((item, i) => seen.add(idOf(item, read.lines[i]!)));
-  }
+  const seen = await rewriteIds(files, committed, cycle, keyOf);
+  const listed = new Set<string>();
   const path = renaming ? files.rewrite : files.copy;
   const mainAt = under?.mainAt ?? Infinity;
   for await (const read of linesOf(path, committed.end.length)) {
     const { lines, ends } = read, parsed = itemsOf(files, read);
     for (let i = 0; i < lines.length; i++) {
-      const id = idOf(parsed[i], lines[i]!);
+      const id = idOf(keyOf, parsed[i], lines[i]!);
       const isSeen = ends[i]! >= mainAt || seen.has(id);
       // A seen item once (an item moved twice has two lines after the cycle began); an unseen one the guard counts once.
       if (isSeen && listed.has(id)) continue;
@@ -244,6 +238,26 @@ export async function* copyRows(
     }
   }
 }
+
+/** The ids cycle `cycle`'s rewrite holds, while it is under way: what the cycle read. */
+export async function rewriteIds(
+  files: CopyFiles,
+  { renaming, rewrite }: Committed,
+  cycle: number,
+  keyOf: KeyOf,
+): Promise<Set<string>> {
+  const under = !renaming && rewrite?.cycle === cycle ? rewrite : undefined;
+  const ids = new Set<string>();
+  for await (const read of linesOf(files.rewrite, under?.end.length ?? 0)) {
+    const items = itemsOf(files, read);
+    items.forEach((item, i) => ids.add(idOf(keyOf, item, read.lines[i]!)));
+  }
+  return ids;
+}
+
+/** An item's id; not this run's item: the line is its id (the guard leaves it to the cycle's end). */
+const idOf = (keyOf: KeyOf, item: unknown, line: string) =>
+  tried(() => keyOf(item).id) ?? line;
 
 /**
  * Writes the lines of `path`'s first `length` bytes, then `tail`'s, over `path` without the lines `drop` names, a read

@@ -66,8 +66,8 @@ export interface SqlDialect {
   unseenBetween(...ask: Ask): Answer<UnseenRow[]>;
   /** How many live rows the copy holds (with a key in `range`, if given: `KeyedCopy`'s). Reads only. */
   liveCount(range?: KeyRange): Answer<number>;
-  /** The ids of `ids` the copy holds as live rows. Reads only. */
-  liveOf(ids: readonly string[]): Answer<string[]>;
+  /** The ids of `ids` the copy holds as live rows (or, with `cycle`, that cycle staged). Reads only. */
+  liveOf(ids: readonly string[], cycle?: number): Answer<string[]>;
   /** What a step's failure becomes (SQLite: one of its file, a SyncError naming it); as it is without. */
   failure?(error: unknown): unknown;
 }
@@ -137,7 +137,9 @@ export function sqlSink<T>(
       checked = { checkpoint, rows: count, last };
       return { skippedIds: skipped, ...report };
     }),
-    holds: failing(async (ids) => new Set(await dialect.liveOf(ids))),
+    holds: failing(async (ids, _, cycle) =>
+      new Set(await dialect.liveOf(ids, cycle))
+    ),
     unseenBetween: failing(async (...ask) =>
       await dialect.unseenBetween(...ask)
     ),

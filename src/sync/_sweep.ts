@@ -170,7 +170,12 @@ class Sweeping<T> {
     const before = passes ? (window.passed ?? []).map((key) => key.id) : [];
     if (before.length === 0) return false;
     const unread = before.filter((id) => !read.has(id) && id !== standing?.id);
-    return await mostUnknown(this.run, unread, before.length);
+    return await mostUnknown(
+      this.run,
+      unread,
+      before.length,
+      this.cursor.cycle,
+    );
   }
 }
 

@@ -27,6 +27,7 @@ import {
   type FileEnd,
   itemLines,
   type KeyOf,
+  rewriteIds,
   sideFileText,
   writeWithout,
 } from "./_jsonl_state.ts";
@@ -91,7 +92,7 @@ export function createJsonlSink<T>(
     keepsChanges: false,
     write: (...batch) => copy.write(...batch),
     liveRows: (cycle, keyOf) => copy.liveRows(cycle, keyOf),
-    holds: (ids, keyOf) => copy.holds(ids, keyOf),
+    holds: (ids, keyOf, cycle) => copy.holds(ids, keyOf, cycle),
   };
 }
 
@@ -209,10 +210,11 @@ class JsonlCopy {
   }
 
   /**
-   * Which of `ids` the copy holds: its ids read once a run, then the head's added. Past the window guard's size, not
-   * known: holding a million ids costs more than telling a moved item from a new one.
+   * Which of `ids` the copy holds: its ids read once a run, then the head's added; with `cycle`, those its rewrite
+   * holds too (read each time: asked only before a refusal). Past the window guard's size, not known: holding a million
+   * ids costs more than telling a moved item from a new one.
    */
-  async holds(ids: readonly string[], keyOf: KeyOf) {
+  async holds(ids: readonly string[], keyOf: KeyOf, cycle?: number) {
     if (!this.#loaded) await this.load();
     // Removed or cut since the run's look: not known here; the first write fails on it.
     const size = (await statOf(this.#files.copy))?.size ?? 0;
@@ -225,8 +227,12 @@ class JsonlCopy {
       }
     }
     if ((this.#ids?.size ?? 0) > MAX_GUARDED_ROWS) this.#ids = null;
-    const known = this.#ids;
-    return known ? new Set(ids.filter((id) => known.has(id))) : undefined;
+    const known = this.#ids, committed = this.#committed;
+    if (!known) return undefined;
+    const read = cycle === undefined || !committed
+      ? new Set<string>()
+      : await rewriteIds(this.#files, committed, cycle, keyOf);
+    return new Set(ids.filter((id) => known.has(id) || read.has(id)));
   }
 
   /** The copy's lines as rows, reading only. */

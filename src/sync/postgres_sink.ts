@@ -248,10 +248,17 @@ class PostgresDialect implements kit.SqlDialect {
     return Number((await this.#read(sql, params))[0]?.n ?? 0);
   }
 
-  async liveOf(ids: readonly string[]): Promise<string[]> {
+  async liveOf(ids: readonly string[], cycle?: number): Promise<string[]> {
+    const asked = "id IN (SELECT json_array_elements_text($1::text::json))";
+    const staged =
+      ` UNION SELECT id FROM ${kit.STAGE_TABLE} WHERE target = $2::text AND cycle = $3::text::bigint AND ${asked}`;
     const sql =
-      `SELECT id FROM ${this.#table} WHERE deleted_at IS NULL AND id IN (SELECT json_array_elements_text($1::text::json))`;
-    return (await this.#read(sql, [JSON.stringify(ids)])).map((r) => `${r.id}`);
+      `SELECT id FROM ${this.#table} WHERE deleted_at IS NULL AND ${asked}${
+        cycle === undefined ? "" : staged
+      }`;
+    const params = [JSON.stringify(ids)];
+    if (cycle !== undefined) params.push(this.#target, `${cycle}`);
+    return (await this.#read(sql, params)).map((r) => `${r.id}`);
   }
 
   async unseenBetween(...[cycle, range, most, keyOf, signal]: kit.Ask) {

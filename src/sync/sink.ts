@@ -168,12 +168,14 @@ export interface SyncSink<T> {
   /** False for a sink that keeps no change table (`changes: true` is refused for it). */
   readonly keepsChanges?: boolean;
   /**
-   * Which of `ids` the copy holds as live rows (undefined: it cannot tell); reads only. With it, a head window where the
-   * copy's last item is gone, or a sweep window read twice alike, commits only if it holds rows of the copy.
+   * Which of `ids` the copy holds as live rows (undefined: it cannot tell), and with `cycle`, also those sweep cycle
+   * `cycle` read and keeps for its end (staged); reads only. With it, a head window where the copy's last item is gone,
+   * or a sweep window read twice alike, commits only if it holds rows of the copy.
    */
   holds?(
     ids: readonly string[],
     keyOf: (item: unknown) => NonNullable<SyncCheckpoint["edge"]>,
+    cycle?: number,
   ): Promise<ReadonlySet<string> | undefined>;
   /**
    * The copy's live rows (not removed or marked), each with whether sweep cycle `cycle` saw it and its item as stored

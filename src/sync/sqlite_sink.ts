@@ -352,10 +352,19 @@ class SqliteDialect implements kit.SqlDialect {
     return Number(this.#db.prepare(sql).get(...boundsOf(range))!.n);
   }
 
-  liveOf(ids: readonly string[]): string[] {
-    const sql =
-      `SELECT json_group_array(id) AS ids FROM ${this.#table} WHERE deleted_at IS NULL AND id IN (SELECT value FROM json_each(?))`;
-    return JSON.parse(`${this.#db.prepare(sql).get(JSON.stringify(ids))!.ids}`);
+  liveOf(ids: readonly string[], cycle?: number): string[] {
+    const asked = "id IN (SELECT value FROM json_each(?1))";
+    const live =
+      `SELECT id FROM ${this.#table} WHERE deleted_at IS NULL AND ${asked}`;
+    const staged = cycle === undefined ? [] : [this.#target, cycle];
+    if (cycle !== undefined) this.#statements(); // the stage table
+    const sql = `SELECT json_group_array(id) AS ids FROM (${live}${
+      cycle === undefined
+        ? ""
+        : ` UNION SELECT id FROM ${kit.STAGE_TABLE} WHERE target = ?2 AND cycle = ?3 AND ${asked}`
+    })`;
+    const row = this.#db.prepare(sql).get(JSON.stringify(ids), ...staged);
+    return JSON.parse(`${row!.ids}`);
   }
 
   unseenBetween(...ask: kit.Ask) {
