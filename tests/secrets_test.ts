@@ -1304,3 +1304,100 @@ Deno.test("a client secret pasted into a path that is sent shows in no ApiError 
     return error.reason === "status";
   });
 });
+
+/** A `fetch` that keeps the reason phrase a server sent, as Node's does: here the server's `x-reason` header. */
+const reasonKeeping = async (input: RequestInfo | URL, init?: RequestInit) => {
+  const response = await fetch(input, init);
+  const statusText = response.headers.get("x-reason") ?? "";
+  const { status, headers } = response;
+  return new Response(response.body, { status, statusText, headers });
+};
+
+Deno.test("a reason phrase (statusText) quoting the client secret, kept by the runtime's fetch (Node's does), reaches no error's response: a token error's or an ApiError's (r168b F1: error.response.statusText held it)", async () => {
+  const clientId = "partner-client-9", clientSecret = "s3cr3t-reason-5d2";
+  for (const status of [400, 429, 500]) {
+    await using server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      () =>
+        new Response("{}", {
+          status,
+          headers: { "x-reason": `Bad client_secret=${clientSecret}` },
+        }),
+    );
+    const error = await requestToken({
+      tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
+      audience: "https://partner-api.test",
+      clientId,
+      clientSecret,
+      fetch: reasonKeeping,
+    }).then(() => undefined, (error: unknown) => error);
+    ok(error instanceof TokenRequestError, String(error));
+    assertClean(inspect(error, { showHidden: true, depth: 10 }), [
+      clientSecret,
+    ]);
+  }
+  await using api = loopbackApi(
+    "AT-reason-1",
+    () =>
+      new Response("no", {
+        status: 500,
+        headers: { "x-reason": `Bad ${clientSecret}` },
+      }),
+  );
+  const client = createClient({
+    environment: api.environment,
+    clientId,
+    clientSecret,
+    rateLimit: false,
+    retry: false,
+    fetch: reasonKeeping,
+  });
+  const error = await client.list("organizations").next().then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  ok(error instanceof ApiError, String(error));
+  assertClean(inspect(error, { showHidden: true, depth: 10 }), [clientSecret]);
+});
+
+Deno.test("quota bucket names quoting the client secret (the token endpoint's quota header) reach no event, snapshot, provider field or error: each is redacted like other server text (r168b F4: 3 surfaces on a 200, 5 on a 429)", async () => {
+  const clientId = "partner-client-10", clientSecret = "s3cr3t-bucket-7e3";
+  for (const status of [200, 429]) {
+    await using server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      () =>
+        Response.json(
+          {
+            access_token: "AT-bucket-1",
+            token_type: "Bearer",
+            expires_in: 3600,
+          },
+          {
+            status,
+            headers: {
+              "idp-client-quota-limit": `b=${clientSecret};q=10;r=${
+                status === 200 ? 9 : 0
+              };t=300`,
+            },
+          },
+        ),
+    );
+    const shown: unknown[] = [];
+    const provider = createTokenProvider({
+      tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
+      audience: "https://partner-api.test",
+      clientId,
+      clientSecret,
+      onEvent: (event) => shown.push(event),
+      onQuota: (snapshot) => shown.push(snapshot),
+    });
+    shown.push(await provider.getToken().catch((error: unknown) => error));
+    shown.push(provider.quota);
+    ok(shown.length >= 3, String(shown.length));
+    for (const value of shown) {
+      assertClean(inspect(value, { showHidden: true, depth: 10 }), [
+        clientSecret,
+      ]);
+    }
+  }
+});

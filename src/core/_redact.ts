@@ -258,7 +258,7 @@ export function serverText(
 }
 
 /** `text` redacted ({@linkcode redact}), or dropped whole while it still holds {@linkcode SECRET_RUN} characters of a secret. */
-function redactedWhole(text: string, secrets: readonly Secret[]) {
+export function redactedWhole(text: string, secrets: readonly Secret[]) {
   const redacted = redact(text, secrets);
   const held = secrets.some((s) => holdsRun(redacted, redactorOf(s).secret));
   return held ? REDACTED : redacted;
@@ -346,13 +346,18 @@ export function redactInPlace(thrown: unknown, clean: Clean, seen = new Set()) {
 }
 type Clean = (text: string) => string;
 
-/** A copy of `response` for an error (`showHidden` shows it): status, each header cleaned and cut like a body, no body. */
+/**
+ * A copy of `response` for an error (`showHidden` shows it): status, its reason phrase and each header cleaned and cut
+ * like a body, no body. Node's fetch keeps the phrase a server sent (r168b F1: the secret in `statusText`).
+ */
 export function cleanResponse(response: Response, secrets: readonly Secret[]) {
   const headers = new Headers();
+  const clean = (text: string) =>
+    serverText(text, secrets, MAX_SERVER_TEXT, "..."); // bytes: no "…"
   for (const [name, value] of response.headers) {
-    headers.append(name, serverText(value, secrets, MAX_SERVER_TEXT, "...")); // a header value is bytes: no "…"
+    headers.append(name, clean(value));
   }
-  const { status, statusText } = response;
+  const { status } = response, statusText = clean(response.statusText);
   // Response refuses a body-less copy of 101 and a status under 200.
   if (status < 200) return new Response(null, { headers });
   return new Response(null, { status, statusText, headers });

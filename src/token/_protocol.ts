@@ -16,7 +16,13 @@ import {
 import type { TokenRequestEvent, TokenRetryEvent } from "../core/events.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import { readQuotaBuckets } from "../core/_quota_parse.ts";
-import { cleanResponse, escapeControls, serverText } from "../core/_redact.ts";
+import {
+  cleanResponse,
+  escapeControls,
+  redactedWhole,
+  type Secret,
+  serverText,
+} from "../core/_redact.ts";
 import {
   discard,
   type Next,
@@ -211,7 +217,8 @@ export function processTokenAnswer(
   text: string,
   sentAt: number,
 ): IssuedToken {
-  const quota = serverBuckets(response.headers.get(endpoint.quotaHeader));
+  const header = response.headers.get(endpoint.quotaHeader);
+  const quota = serverBuckets(header, endpoint.secrets);
   if (!response.ok) throw refusal(endpoint, response, text, quota);
   const malformed = (problem: string) =>
     failure(
@@ -326,10 +333,16 @@ function jsonObject(text: string): Record<string, unknown> | undefined {
   return tried(() => fieldsOf(JSON.parse(text)));
 }
 
-/** The header's buckets, names' control and invisible characters as `\uXXXX` (they reach logs and terminals). */
-function serverBuckets(value: string | null): QuotaBucket[] {
+/**
+ * The header's buckets, names cleaned of `secrets` as server text is (r168b F4: a name quoting the secret reached
+ * events, snapshots and errors), control and invisible characters as `\uXXXX` (they reach logs and terminals).
+ */
+function serverBuckets(
+  value: string | null,
+  secrets: readonly Secret[],
+): QuotaBucket[] {
   return readQuotaBuckets(value).map((bucket) => {
-    const name = escapeControls(bucket.bucket);
+    const name = escapeControls(redactedWhole(bucket.bucket, secrets));
     return name === bucket.bucket
       ? bucket
       : Object.freeze({ ...bucket, bucket: name });
