@@ -343,3 +343,29 @@ async function withTwoClocks(
     timers.uninstall();
   }
 }
+
+Deno.test("a token whose answer came after its lifetime (a slow endpoint, a process suspended) fails its call and holds the next for the 10 s cooldown, for providers sharing a store too: one paid token, not one a call (r168b F5: every call sent a request)", async () => {
+  const clock = manualClock();
+  const api = inProcessFake({ tokenLifetime: 1_000 });
+  const late: typeof fetch = async (input, init) => {
+    const response = await api.fetch(input, init);
+    clock.advance(1_500); // the answer's way back outlasts the token
+    return response;
+  };
+  const store = createMemoryTokenStore();
+  const options = { ...api.environment, ...api.credentials, store };
+  const made = { ...options, fetch: late, now: clock, retry: false } as const;
+  const [first, second] = [
+    createTokenProvider(made),
+    createTokenProvider(made),
+  ];
+  const failed = (call: Promise<unknown>) =>
+    rejects(call, (error) => error instanceof TokenRequestError);
+  await failed(first.getToken());
+  await failed(first.getToken());
+  await failed(second.getToken());
+  equal(api.service.tokenRequests, 1);
+  clock.advance(10_000);
+  await failed(first.getToken());
+  equal(api.service.tokenRequests, 2);
+});

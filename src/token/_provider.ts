@@ -17,6 +17,7 @@ import {
   requestBudget,
   seenHere,
   settles,
+  tokenTimes,
 } from "./_policy.ts";
 import { failureRecord, forWay, repeatedFailure } from "./_failure.ts";
 import {
@@ -229,6 +230,12 @@ export class CachingTokenProvider implements TokenProvider {
             return this.#blockedAt(now);
           },
         );
+        if (this.#now() >= tokenTimes(token, undefined).usableUntil) {
+          // Come too late to use (a slow answer, a suspended process): a failure that cools down, for the fleet
+          // too; a call a request paid a token each time (r168b F5).
+          thrown = new TokenRequestError(EXPIRED_ON_ARRIVAL, MALFORMED);
+          return { ...this.#failed(thrown), ...this.#quotaRecord(token.quota) };
+        }
         // A success forgets the failures before it.
         this.#failure = this.#otherWay = undefined;
         this.#cache.requested(token);
@@ -293,10 +300,7 @@ export class CachingTokenProvider implements TokenProvider {
     const failedUntil = this.#local.read(this.#failure?.cooldown.until, now);
     if (now < (failedUntil ?? -Infinity)) throw this.#failureError();
     // The token's lifetime ran out before it could be handed out ("malformed": too short to use).
-    throw new TokenRequestError(
-      "Cannot get token: the token expired before it could be handed out (was the process suspended, or is the clock wrong?)",
-      { reason: "malformed" },
-    );
+    throw new TokenRequestError(EXPIRED_ON_ARRIVAL, MALFORMED);
   }
 
   #takeRecord(stored: TokenRecord): void {
@@ -390,3 +394,8 @@ export class CachingTokenProvider implements TokenProvider {
     });
   }
 }
+
+/** A token whose lifetime ran out before it could be handed out: "malformed", too short to use. */
+const EXPIRED_ON_ARRIVAL =
+  "Cannot get token: the token expired before it could be handed out (was the process suspended, or is the clock wrong?)";
+const MALFORMED = { reason: "malformed" } as const;
