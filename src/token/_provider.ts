@@ -231,8 +231,7 @@ export class CachingTokenProvider implements TokenProvider {
           },
         );
         if (this.#now() >= tokenTimes(token, undefined).usableUntil) {
-          // Come too late to use (a slow answer, a suspended process): a failure that cools down, for the fleet
-          // too; a call a request paid a token each time (r168b F5).
+          // Too late to use (slow, or suspended): a failure that cools the fleet down (r168b F5: a token a call).
           thrown = new TokenRequestError(EXPIRED_ON_ARRIVAL, MALFORMED);
           return { ...this.#failed(thrown), ...this.#quotaRecord(token.quota) };
         }
