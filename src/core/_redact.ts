@@ -348,16 +348,18 @@ type Clean = (text: string) => string;
 
 /**
  * A copy of `response` for an error (`showHidden` shows it): status, its reason phrase and each header cleaned and cut
- * like a body, no body. Node's fetch keeps the phrase a server sent (r168b F1: the secret in `statusText`).
+ * like a body, no body. Node's fetch keeps the phrase and header names a server sent (r168b F1: the secret in
+ * `statusText`), which Response and Headers may refuse: a copy that threw lost the refusal (F7, F8).
  */
 export function cleanResponse(response: Response, secrets: readonly Secret[]) {
   const headers = new Headers();
   const clean = (text: string) =>
     serverText(text, secrets, MAX_SERVER_TEXT, "..."); // bytes: no "…"
   for (const [name, value] of response.headers) {
-    headers.append(name, clean(value));
+    tried(() => headers.append(clean(name), clean(value))); // or left out
   }
-  const { status } = response, statusText = clean(response.statusText);
+  const { status } = response;
+  const statusText = clean(response.statusText).replace(/[^\x20-\x7e]/g, "?");
   // Response refuses a body-less copy of 101 and a status under 200.
   if (status < 200) return new Response(null, { headers });
   return new Response(null, { status, statusText, headers });
