@@ -1291,6 +1291,37 @@ Deno.test("a cycle spread over runs (3 windows of 50 a run) of a list at random 
   }
 });
 
+Deno.test("newest first, a list gaining an item at its top on every request of a run, one row near its top deleted between runs: no run is refused as another list's page and each delete lands, on SQLite and JSONL (r168a F2: the cycle's first window passes the items newer than the cycle, which the copy lacks, so every run was refused at share 1 and no delete ever landed)", async () => {
+  for (const kind of ["sqlite", "jsonl"] as const) {
+    let list = things(500), next = 500, growing = false;
+    const service = listOf(() => [...list].reverse(), {
+      maxLimit: 100,
+      before: () => {
+        if (growing) list = [...list, { thingID: `t9${next++}` }];
+      },
+    });
+    using db = new DatabaseSync(":memory:");
+    const sink = await sinkOf(kind, db, "sync-sweep-top-growing");
+    const sortDirection = "DESC" as const;
+    const options = {
+      id: "thingID",
+      sink,
+      limit: 100,
+      sweep: Infinity,
+      sortDirection,
+    };
+    await syncList(service.client, "things", options);
+    let deleted = 0;
+    for (let run = 0; run < 5; run++) {
+      list = list.filter((item) => item !== list.at(-20));
+      growing = true;
+      deleted += (await syncList(service.client, "things", options)).deleted;
+      growing = false;
+    }
+    equal(deleted, 5);
+  }
+});
+
 /** A newest-first copy of `kind` read in windows of 25, `sweep` of them a run. */
 async function newestFirst(
   kind: "sqlite" | "jsonl",

@@ -163,7 +163,9 @@ class Sweeping<T> {
     standing: SyncKey | null,
     passes: boolean,
   ): Promise<boolean> {
-    if (this.guard === undefined) return false; // unguarded: nothing kept for it
+    // Unguarded: nothing kept for it. A cycle's first window stands on no edge: what it passes is newer than the
+    // cycle (newest first: new since the head read, r168a F2), and the guard alone weighs what it would remove.
+    if (this.guard === undefined || standing === null) return false;
     const read = this.#read;
     // Not `passed`: another list's page holding the edge's item seeded it (keepEdge).
     if (window.ids.length > 0) this.#read = new Set(window.ids);
