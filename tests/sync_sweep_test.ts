@@ -1322,6 +1322,48 @@ Deno.test("newest first, a list gaining an item at its top on every request of a
   }
 });
 
+Deno.test("items inserted just before where the sweep stands while a run reads (4 at a time, 3 times), a row past it deleted each time: the window after holds the edge's item and every row of the copy up to it, so it is no other list's page: the run is not refused and its deletes land, in both orders (r168a F1: refused at share 1, 24 of 240 runs)", async () => {
+  for (const order of ["ASC", "DESC"] as const) {
+    let list = things(300), armed = false, times = 0, asked = 0, last = "";
+    const sorted = () => order === "ASC" ? list : [...list].reverse();
+    const service = listOf(sorted, {
+      maxLimit: 50,
+      answer: (page) => {
+        last = (page.at(-1) as Thing | undefined)?.thingID ?? "";
+        return page;
+      },
+      before: () => {
+        const at = sorted().findIndex((item) => item.thingID === last);
+        // Past the head's requests and the sweep's first, between two windows.
+        if (!armed || ++asked < 4 || times === 3 || at < 0) return;
+        times++;
+        const gone = sorted()[at + 10]!.thingID, value = Number(last.slice(1));
+        const come = [1, 2, 3, 4].map((i) => ({
+          thingID: `t${
+            String(value + (order === "ASC" ? -i : i)).padStart(9, "0")
+          }n`,
+        }));
+        list = [...list.filter((item) => item.thingID !== gone), ...come]
+          .sort((a, b) => a.thingID < b.thingID ? -1 : 1);
+      },
+    });
+    using db = new DatabaseSync(":memory:");
+    const sink = createSqliteSink<Thing>(db, { table: "t" });
+    const sortDirection = order;
+    const options = {
+      id: "thingID",
+      sink,
+      limit: 50,
+      sweep: Infinity,
+      sortDirection,
+    };
+    await syncList(service.client, "things", options);
+    armed = true;
+    const run = await syncList(service.client, "things", options);
+    deepStrictEqual([times, run.deleted], [3, 3]);
+  }
+});
+
 /** A newest-first copy of `kind` read in windows of 25, `sweep` of them a run. */
 async function newestFirst(
   kind: "sqlite" | "jsonl",

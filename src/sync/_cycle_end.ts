@@ -239,6 +239,33 @@ export async function mostUnknown<T>(
 }
 
 /**
+ * Whether `keys` (a window's items up to the edge `edge`, in the pass's order) hold the edge's own item and every live
+ * row of the copy from their first to it: the list's own page there, new items come in before the edge since the
+ * window before read it (r168a F1: 4 such, the run refused at share 1). Another list's page sorting before the edge
+ * passes rows of the copy there that it lacks.
+ */
+export async function leadsToEdge<T>(
+  { config, committer }: CycleRun<T>,
+  guard: WindowGuard,
+  keys: readonly SyncKey[],
+  edge: SyncKey,
+): Promise<boolean> {
+  const first = keys[0];
+  if (first === undefined || !keys.some((key) => key.id === edge.id)) {
+    return false;
+  }
+  const within = keys.slice(1).filter((key) => key.id !== edge.id);
+  await committer.done();
+  const ids = [edge.id, ...within.map((key) => key.id)];
+  const held = await config.sink.holds?.(ids, config.keyOf);
+  if (held === undefined) return false;
+  // The live rows after the first up to the edge, less one: the edge's own, when it is one (not staged).
+  const upTo = await guard.copy.place(keyText(first), keyText(edge)) + 1;
+  const between = upTo - (held.has(edge.id) ? 1 : 0);
+  return between === within.filter((key) => held.has(key.id)).length;
+}
+
+/**
  * Whether the sink shows it holds none of `ids` as live rows (`holds`), or without `ids`, no live row at all (one
  * confirmed emptied: `liveCount` or `liveRows`); a sink that cannot tell: false.
  */

@@ -20,6 +20,7 @@ import {
   endCycle,
   foreignPage,
   guardOf,
+  leadsToEdge,
   mostUnknown,
   refuseForeign,
   refuseWindows,
@@ -156,7 +157,8 @@ class Sweeping<T> {
    * list's last page twice removed the 20 rows they stood for; with the list's last item kept, 19; with a third of
    * the page the copy's rows from elsewhere, or the edge's item, 19). The list's own page there holds the edge's item
    * and the items before it the cycle read: written, or staged by the window before (new, r166b F1 and F5); a window
-   * after a run's end, its overlap staged by the run before, passes nothing that would go (r167a).
+   * after a run's end, its overlap staged by the run before, passes nothing that would go (r167a); or it holds the
+   * edge's item and every row of the copy from its first item to it, new items come in among them (`leadsToEdge`).
    */
   async #elsewhere(
     window: Committed<T>,
@@ -171,13 +173,10 @@ class Sweeping<T> {
     if (window.ids.length > 0) this.#read = new Set(window.ids);
     const before = passes ? (window.passed ?? []).map((key) => key.id) : [];
     if (before.length === 0) return false;
-    const unread = before.filter((id) => !read.has(id) && id !== standing?.id);
-    return await mostUnknown(
-      this.run,
-      unread,
-      before.length,
-      this.cursor.cycle,
-    );
+    const unread = before.filter((id) => !read.has(id) && id !== standing.id);
+    const { run, guard, cursor } = this;
+    return await mostUnknown(run, unread, before.length, cursor.cycle) &&
+      !await leadsToEdge(run, guard, window.passed ?? [], standing);
   }
 }
 
