@@ -24,6 +24,10 @@ Deno.test("an init fetch cannot send (a bad method, a forbidden method, a bad he
     { headers: [["x-key", `${api.credentials.clientSecret}\u0000`]] },
     { mode: "navigate" as RequestMode },
     { method: "POST", body: "x", headers: { "x a": "b" } },
+    // No string, as a caller in JavaScript may pass: fetch's own words (r168b F3: `toUpperCase` is not a function).
+    ...[{}, [], Symbol("m"), () => "GET", { toString: () => ({}) }].map(
+      (method) => ({ method } as unknown as RequestInit),
+    ),
   ];
   for (const init of bad) {
     const error = await client.fetch("organizations", init).catch((e) => e);

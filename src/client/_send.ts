@@ -123,7 +123,9 @@ class ApiRequest<T>
     this.init = init.priority === undefined && context.priority !== "auto"
       ? { ...given, priority: context.priority }
       : given;
-    this.method = init.method === undefined ? "GET" : init.method.toUpperCase();
+    // As fetch reads it (a value that is no text refused below, with fetch's words: r168b F3).
+    const method = init.method === undefined ? "GET" : init.method;
+    this.method = `${tried(() => String(method)) ?? ""}`.toUpperCase();
     this.replayable = isReplayable(init.body);
     this.target = exchange.url;
     // What fetch cannot send costs no token and no slot: a priority fetch lacks (Node 20's Request takes any), a GET
