@@ -195,6 +195,24 @@ Deno.test("the fleet stores' time options above 2,147,483,647 ms are refused wit
   }
 });
 
+Deno.test("the fleet stores' holderId that is no text (NaN, an object, a function, an empty string) is a TypeError naming it; a name is taken (r168b F9: any value was)", async () => {
+  using kv = await Deno.openKv(":memory:");
+  const command = () => Promise.resolve("OK");
+  const stores = [
+    (holderId: unknown) => createKvTokenStore(kv, { holderId } as never),
+    (holderId: unknown) =>
+      createRedisTokenStore({ command, holderId } as never),
+  ];
+  for (const make of stores) {
+    for (const holderId of [NaN, {}, () => "a", "", " "]) {
+      const error = await refusal(() => make(holderId));
+      ok(error instanceof TypeError, String(holderId));
+      equal((error as TypeError & { option: string }).option, "holderId");
+    }
+    equal(await refusal(() => make("web-1")), undefined);
+  }
+});
+
 Deno.test("a numeric option given as another type (a string) is a TypeError naming it, not a RangeError; one out of range stays a RangeError", async () => {
   const api = await startFakePartnerApi();
   const credentials = { environment: api.environment, ...api.credentials };

@@ -10,6 +10,7 @@ import {
   type NumberRule,
   requireFunction,
   requireOptions,
+  requireText,
   typeError,
 } from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
@@ -90,7 +91,9 @@ export function fleetStoreConfig(options: FleetStoreOptions, context: string) {
     maxWait: time("maxWait", 45_000, orNone),
     pollInterval: time("pollInterval", 50),
     encryptionKey: key,
-    holder: options.holderId ?? crypto.randomUUID(),
+    holder: options.holderId === undefined
+      ? crypto.randomUUID()
+      : requireText(options.holderId, context, "holderId"), // r168b F9: any value was taken
     // Epoch ms, for what the store keeps (records, leases).
     now: now ?? Date.now,
     // The same clock never going back, for how long a process waits.
