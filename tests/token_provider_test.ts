@@ -363,3 +363,26 @@ Deno.test("getToken() refuses a signal that is no AbortSignal (TypeError, option
     option: "signal",
   });
 });
+
+Deno.test("a caller that changes the failure it got (a handler's status, message, reason) changes none of the copies later callers get during the cooldown (r168b F10: they got the changed fields for up to 15 min)", async () => {
+  const api = inProcessFake();
+  const provider = createTokenProvider({
+    ...api.environment,
+    ...api.credentials,
+    fetch: api.fetch,
+    retry: false,
+  });
+  api.service.injectTokenFaults({ kind: "status", status: 401 });
+  const first = await provider.getToken().catch((error) => error);
+  ok(first instanceof TokenRequestError);
+  const { message } = first;
+  Object.assign(first, { reason: "network", status: 502, hint: "retry" });
+  first.message = `upstream failed: ${message}`;
+  const later = await provider.getToken().catch((error) => error);
+  ok(later instanceof TokenRequestError);
+  deepStrictEqual(
+    [later.reason, later.status, later.message === message],
+    ["status", 401, true],
+  );
+  equal(api.service.tokenRequests, 1);
+});

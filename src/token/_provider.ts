@@ -268,11 +268,9 @@ export class CachingTokenProvider implements TokenProvider {
 
   /** A failed request's record: its cooldown, kept before the flight settles (none slips in), and for the fleet. */
   #failed(error: TokenRequestError): TokenRecord {
-    // A refusal other than 429 may still report the quota (read once, by the protocol).
-    if (error.quota !== undefined) {
-      this.#observeQuota(quotaSnapshot(error.quota, this.#now()));
-    }
     const at = this.#now();
+    // A refusal other than 429 may still report the quota (read once, by the protocol).
+    if (error.quota) this.#observeQuota(quotaSnapshot(error.quota, at));
     // Escalated by the time really passed since the last ended (a step forward passes none); after another way's
     // refusal too (both ways refused: one cooldown for the fleet).
     const earlier = [this.#failure?.cooldown, this.#otherWay].map((failure) =>
@@ -281,7 +279,9 @@ export class CachingTokenProvider implements TokenProvider {
     const cooldown = failureRecord(error, earlier, this.#config, at);
     if (cooldown === undefined) throw error; // never sent: no permission
     this.#local.mark(cooldown.until, at);
-    this.#failure = { cooldown, error };
+    // Copied now: a caller may change the one it gets (r168b F10: a handler's status); later callers' copies stay true.
+    const kept = repeatedFailure(cooldown, error, this.#config.endpoint);
+    this.#failure = { cooldown, error: kept };
     return { failure: cooldown };
   }
 
