@@ -99,6 +99,22 @@ Deno.test("formatQuotaHeader() writes what parseQuotaHeader() reads", () => {
   );
 });
 
+Deno.test("the quota helpers given what is no header or no buckets (a number, an object, null in the array, a string, numbers as text) throw a TypeError naming the argument or field, never the runtime's own or an odd result (r168b F6: a bare TypeError, or 'a' for nextExhaustedBucket(\"abc\"), '5' for a reset given as text)", () => {
+  const named = (option: string) => (error: unknown) =>
+    error instanceof TypeError &&
+    (error as TypeError & { option?: string }).option === option;
+  for (const value of [5, {}, [], true]) {
+    throws(() => parseQuotaHeader(value as never), named("value"));
+  }
+  const helpers = [formatQuotaHeader, nextExhaustedBucket, quotaResetAfter];
+  for (const helper of helpers) {
+    throws(() => helper("abc" as never), named("buckets"));
+    throws(() => helper([null] as never), named("buckets"));
+    const asText = { ...HOUR, remaining: "0", resetAfter: "5" };
+    throws(() => helper([asText] as never), named("remaining"));
+  }
+});
+
 Deno.test("formatQuotaHeader() refuses what the format cannot carry", () => {
   throws(() => formatQuotaHeader([{ ...HOUR, bucket: "a;b" }]), TypeError);
   throws(() => formatQuotaHeader([{ ...HOUR, bucket: "" }]), TypeError);

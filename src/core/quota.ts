@@ -39,6 +39,7 @@ export const QUOTA_HEADER = "Idp-Client-Quota-Limit";
  * Parses a quota header value into its buckets, in header order. Whitespace,
  * key order and case, unknown keys and empty segments are tolerated.
  * @returns The buckets, each frozen; `[]` for no header (`null`, `undefined`, `""`).
+ * @throws {TypeError} When `value` is no string, `null` or `undefined` (`option: "value"`).
  * @throws {SyntaxError} When a bucket is malformed: `reason`
  * ({@linkcode QuotaSyntaxReason}) says how, `part` holds the text at fault.
  *
@@ -57,6 +58,10 @@ export const QUOTA_HEADER = "Idp-Client-Quota-Limit";
 export function parseQuotaHeader(
   value: string | null | undefined,
 ): QuotaBucket[] {
+  if (value != null && typeof value !== "string") {
+    const rule = "must be a string, null or undefined";
+    throw typeError("Cannot parse quota header", "value", rule, typeof value);
+  }
   return quotaSegments(value).map(parseBucket);
 }
 
@@ -80,9 +85,7 @@ const FORMAT = "Cannot format quota header";
  * ```
  */
 export function formatQuotaHeader(buckets: readonly QuotaBucket[]): string {
-  if (!Array.isArray(buckets)) {
-    throw typeError(FORMAT, "buckets", "must be an array", typeof buckets);
-  }
+  checkBuckets(buckets, FORMAT);
   return buckets.map((bucket) => {
     const name = bucket.bucket;
     // What a header value takes and parsing gives back: spaces and tabs inside, bytes to 0xFF (a response may hold
@@ -96,21 +99,38 @@ export function formatQuotaHeader(buckets: readonly QuotaBucket[]): string {
     if (!text.test(name) || !/^[\0-\xff]*$/.test(name)) {
       throw typeError(FORMAT, "bucket", rule, JSON.stringify(cut(name, 200)));
     }
+    return `b=${bucket.bucket};q=${bucket.limit};r=${bucket.remaining};t=${bucket.resetAfter}`;
+  }).join(",");
+}
+
+/**
+ * Checks that `buckets` is an array of buckets, their numbers non-negative safe integers, for `context`'s message: a
+ * bare runtime TypeError (`null`), or a string's letters read as buckets, told no option (r168b F6).
+ */
+function checkBuckets(buckets: unknown, context: string) {
+  if (!Array.isArray(buckets)) {
+    throw typeError(context, "buckets", "must be an array", typeof buckets);
+  }
+  for (const bucket of buckets) {
+    if (typeof bucket !== "object" || bucket === null) {
+      const received = bucket === null ? "null" : typeof bucket;
+      throw typeError(context, "buckets", "must hold bucket objects", received);
+    }
     for (const key of ["limit", "remaining", "resetAfter"] as const) {
       const value = bucket[key];
       if (!(Number.isSafeInteger(value) && value >= 0)) {
         const rule = "must be a non-negative safe integer";
-        throw numberError(value, FORMAT, key, rule);
+        throw numberError(value, context, key, rule);
       }
     }
-    return `b=${bucket.bucket};q=${bucket.limit};r=${bucket.remaining};t=${bucket.resetAfter}`;
-  }).join(",");
+  }
 }
 
 /**
  * Picks the bucket that runs out first: the fewest requests remaining, and
  * among equals the one that resets last (it blocks longest).
  * @returns That bucket, or `undefined` for no buckets.
+ * @throws {TypeError} When `buckets` is no array of bucket objects (a `RangeError` for a number out of range).
  *
  * @example Alerting on a low bucket
  * ```ts
@@ -124,6 +144,7 @@ export function formatQuotaHeader(buckets: readonly QuotaBucket[]): string {
 export function nextExhaustedBucket(
   buckets: readonly QuotaBucket[],
 ): QuotaBucket | undefined {
+  checkBuckets(buckets, "Cannot pick the next exhausted bucket");
   let tightest: QuotaBucket | undefined;
   for (const bucket of buckets) {
     if (
@@ -139,6 +160,7 @@ export function nextExhaustedBucket(
  * How long until a token request can succeed again after a 429: the largest
  * reset time among exhausted buckets (`r=0`), else the smallest reset time.
  * @returns Seconds to wait, or `undefined` when there are no buckets.
+ * @throws {TypeError} When `buckets` is no array of bucket objects (a `RangeError` for a number out of range).
  *
  * @example Waiting for the daily bucket
  * ```ts
@@ -152,6 +174,7 @@ export function nextExhaustedBucket(
 export function quotaResetAfter(
   buckets: readonly QuotaBucket[],
 ): number | undefined {
+  checkBuckets(buckets, "Cannot tell the quota's reset");
   // One pass, no spread: a header of 200,000 buckets must not overflow the stack.
   let exhausted: number | undefined;
   let soonest: number | undefined;
