@@ -365,14 +365,9 @@ Deno.test("getToken() refuses a signal that is no AbortSignal (TypeError, option
 });
 
 Deno.test("a caller that changes the failure it got (a handler's status, message, reason) changes none of the copies later callers get during the cooldown (r168b F10: they got the changed fields for up to 15 min)", async () => {
-  const api = inProcessFake();
-  const provider = createTokenProvider({
-    ...api.environment,
-    ...api.credentials,
-    fetch: api.fetch,
-    retry: false,
-  });
-  api.service.injectTokenFaults({ kind: "status", status: 401 });
+  const { api, provider } = await setup({}, { retry: false });
+  await using _ = api;
+  api.injectTokenFaults({ kind: "status", status: 401 });
   const first = await provider.getToken().catch((error) => error);
   ok(first instanceof TokenRequestError);
   const { message } = first;
@@ -384,5 +379,5 @@ Deno.test("a caller that changes the failure it got (a handler's status, message
     [later.reason, later.status, later.message === message],
     ["status", 401, true],
   );
-  equal(api.service.tokenRequests, 1);
+  equal(api.tokenRequests, 1);
 });
