@@ -123,9 +123,10 @@ class ApiRequest<T>
     this.init = init.priority === undefined && context.priority !== "auto"
       ? { ...given, priority: context.priority }
       : given;
-    // As fetch reads it (a value that is no text refused below, with fetch's words: r168b F3).
-    const method = init.method === undefined ? "GET" : init.method;
-    this.method = `${tried(() => String(method)) ?? ""}`.toUpperCase();
+    const { method = "GET" } = init;
+    // One that is no text as fetch reads it: refused below, in fetch's words (r168b F3). Text, as it comes (hot path).
+    const text = typeof method === "string" ? method : tried(() => `${method}`);
+    this.method = (text ?? "").toUpperCase();
     this.replayable = isReplayable(init.body);
     this.target = exchange.url;
     // What fetch cannot send costs no token and no slot: a priority fetch lacks (Node 20's Request takes any), a GET
