@@ -306,26 +306,31 @@ export function things(
 }
 
 /**
- * r167a's spread cycle into `sink`: 300 things at random ids, newest first, 3 windows of 50 a run; 600 more at random
- * ids come before the fourth of 30 runs, and every other run the sweep's last item read is deleted first. A run that
- * fails rejects.
+ * r167a's spread cycle into `sink`: 300 things at random ids (`seed`), 50 a window, `sweep` windows a run, newest first
+ * unless `ascending`; 600 more at random ids (`spread`: through the list's range; else at its far end) come before the
+ * fourth of 30 runs, and every other run the sweep's last item read is deleted first. A run that fails rejects.
  */
-export async function edgeGoneAmidInserts(sink: SyncSink<Thing>) {
-  const random = seededRandom(7);
-  const spread = (digits: number, tail = "") =>
-    Array.from({ length: digits === 9 ? 300 : 600 }, () => ({
+export async function edgeGoneAmidInserts(
+  sink: SyncSink<Thing>,
+  { seed = 7, sweep = 3, ascending = false, spread = false } = {},
+) {
+  const random = seededRandom(seed);
+  const ids = (count: number, digits: number, tail = "") =>
+    Array.from({ length: count }, () => ({
       thingID: `t${
         String(Math.floor(random() * 10 ** digits)).padStart(9, "0")
       }${tail}`,
     }));
-  let list: Thing[] = spread(9);
-  const newest = () => [...list].sort((a, b) => a.thingID < b.thingID ? 1 : -1);
-  const service = listOf(newest, { maxLimit: 50 });
-  const sortDirection = "DESC" as const;
-  const options = { id: "thingID", sink, limit: 50, sweep: 3, sortDirection };
+  let list: Thing[] = ids(300, 9);
+  const sign = ascending ? 1 : -1;
+  const sorted = () =>
+    [...list].sort((a, b) => a.thingID < b.thingID ? -sign : sign);
+  const service = listOf(sorted, { maxLimit: 50 });
+  const sortDirection = ascending ? "ASC" as const : "DESC" as const;
+  const options = { id: "thingID", sink, limit: 50, sweep, sortDirection };
   await syncList(service.client, "things", options);
   for (let run = 0; run < 30; run++) {
-    if (run === 3) list = [...list, ...spread(6, "x")];
+    if (run === 3) list = [...list, ...ids(600, spread ? 9 : 6, "x")];
     const edge = (await sink.load())?.sweep?.edge?.id;
     if (run % 2 === 0) list = list.filter((item) => item.thingID !== edge);
     await syncList(service.client, "things", options);

@@ -59,7 +59,10 @@ export async function confirmPassed<T>(
       committer.tally.read += window.items.length;
       // Guarded, a window of items that is another list's page (`foreignPage`) is refused, as in the sweep.
       const foreign = guard !== undefined && window.items.length > 0 &&
-        await foreignPage(run, guard, window, start.edge);
+        await foreignPage(run, guard, window, {
+          ...start,
+          cycle: cursor.cycle,
+        });
       if (foreign) return await refuseForeign(run, cursor.cycle);
       await committer.commit("sweep", committer.latest, window);
       seen(copy, guard, window.ids);

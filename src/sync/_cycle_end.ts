@@ -161,9 +161,10 @@ export async function foreignPage<T>(
   run: CycleRun<T> & PassRun<T>,
   guard: WindowGuard,
   window: Committed<T>,
-  edge: SyncKey | null,
+  { edge, cycle }: Pick<SweepCursor, "edge" | "cycle">,
 ): Promise<boolean> {
-  if (!await holdsNone(run, window.ids)) return false;
+  // Items cycle `cycle` staged are the list's: a confirming read of one new item, read by an earlier run, was refused.
+  if (!await holdsNone(run, window.ids, cycle)) return false;
   const { config } = run, { keyOf, sink } = config;
   const last = window.items.at(-1);
   if (last === undefined) return true;
@@ -266,16 +267,17 @@ export async function leadsToEdge<T>(
 }
 
 /**
- * Whether the sink shows it holds none of `ids` as live rows (`holds`), or without `ids`, no live row at all (one
- * confirmed emptied: `liveCount` or `liveRows`); a sink that cannot tell: false.
+ * Whether the sink shows it holds none of `ids` as live rows (`holds`; nor staged for `cycle`, given), or without
+ * `ids`, no live row at all (one confirmed emptied: `liveCount` or `liveRows`); a sink that cannot tell: false.
  */
 export async function holdsNone<T>(
   { config, committer }: CycleRun<T>,
   ids?: readonly string[],
+  cycle?: number,
 ): Promise<boolean> {
   const { sink } = config;
   await committer.done();
-  if (ids) return (await sink.holds?.(ids, config.keyOf))?.size === 0;
+  if (ids) return (await sink.holds?.(ids, config.keyOf, cycle))?.size === 0;
   if (isKeyed(sink)) return await sink.liveCount() === 0;
   if (sink.liveRows === undefined) return false;
   for await (const _ of sink.liveRows(0, config.keyOf)) return false;

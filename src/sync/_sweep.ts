@@ -128,7 +128,8 @@ class Sweeping<T> {
       ? guard
       : undefined;
     const standing = committer.latest.sweep?.edge ?? null; // the window's own not yet committed
-    if (retaken && await foreignPage(run, retaken, window, standing)) {
+    const where = { edge: standing, cycle: cursor.cycle };
+    if (retaken && await foreignPage(run, retaken, window, where)) {
       return await refuseForeign(run, cursor.cycle);
     }
     const passes = guard !== undefined &&

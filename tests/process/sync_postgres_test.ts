@@ -254,9 +254,11 @@ const steps: {
   },
   {
     name:
-      "a cycle spread over runs of a list at random ids gaining 600 at random ids, its last item read deleted every other run: no run is refused (r167a: items an earlier run of the cycle staged were taken for another list's page)",
+      "a cycle spread over runs of a list at random ids gaining 600 at random ids, its last item read deleted every other run: no run is refused, newest first or ascending (r167a: items an earlier run of the cycle staged were taken for another list's page, in a window or a confirming read)",
     async fn(db) {
       await edgeGoneAmidInserts(tableSink(db, "spread"));
+      const shape = { seed: 50, ascending: true, sweep: 2, spread: true };
+      await edgeGoneAmidInserts(tableSink(db, "spread_asc"), shape);
     },
   },
   {
