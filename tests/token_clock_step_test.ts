@@ -8,7 +8,7 @@
 import { equal, ok, rejects } from "node:assert/strict";
 import { withGlobal } from "@sinonjs/fake-timers";
 import { createTokenProvider } from "../src/token/mod.ts";
-import { createMemoryTokenStore } from "../src/store/mod.ts";
+import { createMemoryTokenStore, type TokenRecord } from "../src/store/mod.ts";
 import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
 import { renewalLedger } from "../src/token/ledger.ts";
 import { manualClock } from "./_helpers.ts";
@@ -344,15 +344,30 @@ async function withTwoClocks(
   }
 }
 
-Deno.test("a token whose answer came after its lifetime (a slow endpoint, a process suspended) fails its call and holds the next for the 10 s cooldown, for providers sharing a store too: one paid token, not one a call (r168b F5: every call sent a request)", async () => {
+Deno.test("a token whose answer came after its lifetime (a slow endpoint, a process suspended), or that ran out while the store wrote it, fails its call and holds the next for the 10 s cooldown, for providers sharing a store too: one paid token, not one a call (r168b F5, r169b F6: every call sent a request)", async () => {
+  for (const [answer, write] of [[1_500, 0], [850, 150]]) {
+    await expiredOnTheWay(answer!, write!);
+  }
+});
+
+/** Providers on one store whose token request's answer takes `answer` ms and the store's writes `write` ms, each. */
+async function expiredOnTheWay(answer: number, write: number) {
   const clock = manualClock();
   const api = inProcessFake({ tokenLifetime: 1_000 });
   const late: typeof fetch = async (input, init) => {
     const response = await api.fetch(input, init);
-    clock.advance(1_500); // the answer's way back outlasts the token
+    clock.advance(answer); // the answer's way back
     return response;
   };
-  const store = createMemoryTokenStore();
+  const memory = createMemoryTokenStore();
+  const store = {
+    ...memory,
+    get: (key: string) => memory.get(key),
+    set: async (key: string, record: TokenRecord) => {
+      await memory.set(key, record);
+      clock.advance(write);
+    },
+  };
   const options = { ...api.environment, ...api.credentials, store };
   const made = { ...options, fetch: late, now: clock, retry: false } as const;
   const [first, second] = [
@@ -368,4 +383,4 @@ Deno.test("a token whose answer came after its lifetime (a slow endpoint, a proc
   clock.advance(10_000);
   await failed(first.getToken());
   equal(api.service.tokenRequests, 2);
-});
+}

@@ -156,3 +156,17 @@ export function forWay(record: TokenRecord, way: string) {
     ? { record: rest, otherWay: failure }
     : { record, otherWay: undefined };
 }
+
+/** A token whose lifetime ran out before it could be handed out (a slow answer, a suspended process): too short to use. */
+export const expiredOnArrival = () =>
+  new TokenRequestError(
+    "Cannot get token: the token expired before it could be handed out (was the process suspended, or is the clock wrong?)",
+    { reason: "malformed" },
+  );
+
+/** A flight that did not settle within its `budget` (ms): given up on, its callers fail. */
+export const flightAbandoned = (budget: number) =>
+  new TokenRequestError(
+    `Cannot get token: the token request did not settle within ${budget} ms`,
+    { reason: "timeout" },
+  );

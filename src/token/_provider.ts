@@ -19,7 +19,13 @@ import {
   settles,
   tokenTimes,
 } from "./_policy.ts";
-import { failureRecord, forWay, repeatedFailure } from "./_failure.ts";
+import {
+  expiredOnArrival,
+  failureRecord,
+  flightAbandoned,
+  forWay,
+  repeatedFailure,
+} from "./_failure.ts";
 import {
   freshestToken,
   type LedgerToken,
@@ -193,11 +199,7 @@ export class CachingTokenProvider implements TokenProvider {
       run: (signal) => this.#runFlight(signal),
       deadline: this.#steady() + this.#budget,
       budget: this.#budget,
-      abandoned: () =>
-        new TokenRequestError(
-          `Cannot get token: the token request did not settle within ${this.#budget} ms`,
-          { reason: "timeout" },
-        ),
+      abandoned: () => flightAbandoned(this.#budget),
       rejoin: (signal) => this.getToken(signal ? { signal } : {}),
     });
   }
@@ -232,7 +234,7 @@ export class CachingTokenProvider implements TokenProvider {
         );
         if (this.#now() >= tokenTimes(token, undefined).usableUntil) {
           // Too late to use (slow, or suspended): a failure that cools the fleet down (r168b F5: a token a call).
-          thrown = new TokenRequestError(EXPIRED_ON_ARRIVAL, MALFORMED);
+          thrown = expiredOnArrival();
           return { ...this.#failed(thrown), ...this.#quotaRecord(token.quota) };
         }
         // A success forgets the failures before it.
@@ -263,7 +265,7 @@ export class CachingTokenProvider implements TokenProvider {
     });
     this.#takeRecord(record);
     if (!saved) await this.#store.save(this.#record());
-    return this.#handOut(thrown);
+    return await this.#handOut(thrown);
   }
 
   /** A failed request's record: its cooldown, kept before the flight settles (none slips in), and for the fleet. */
@@ -286,7 +288,7 @@ export class CachingTokenProvider implements TokenProvider {
   }
 
   /** The token to hand out after a flight, or why there is none. */
-  #handOut(thrown: TokenRequestError | undefined): IssuedToken {
+  async #handOut(thrown: TokenRequestError | undefined): Promise<IssuedToken> {
     const now = this.#now();
     const cached = this.#cache.moved(now);
     if (cached !== undefined && now < cached.times.usableUntil) {
@@ -298,8 +300,11 @@ export class CachingTokenProvider implements TokenProvider {
     // Another process's failure, read from the store: its cooldown holds here.
     const failedUntil = this.#local.read(this.#failure?.cooldown.until, now);
     if (now < (failedUntil ?? -Infinity)) throw this.#failureError();
-    // The token's lifetime ran out before it could be handed out ("malformed": too short to use).
-    throw new TokenRequestError(EXPIRED_ON_ARRIVAL, MALFORMED);
+    // Its lifetime ran out on the way (the store's round trips too): a failure that cools down (r169b F6).
+    const late = expiredOnArrival();
+    this.#failed(late);
+    await this.#store.save(this.#record()); // the fleet's cooldown too
+    throw late;
   }
 
   #takeRecord(stored: TokenRecord): void {
@@ -393,8 +398,3 @@ export class CachingTokenProvider implements TokenProvider {
     });
   }
 }
-
-/** A token whose lifetime ran out before it could be handed out: "malformed", too short to use. */
-const EXPIRED_ON_ARRIVAL =
-  "Cannot get token: the token expired before it could be handed out (was the process suspended, or is the clock wrong?)";
-const MALFORMED = { reason: "malformed" } as const;
