@@ -220,50 +220,67 @@ async function refuse<T>(
 }
 
 /**
- * Whether, of `of` items, `ids` are those not known the list's, and more than half of `of` are among them and neither
- * the copy's live rows nor items cycle `cycle` staged (read by an earlier run: r167a's spread cycle over inserts at
- * random ids, its edge deleted between runs, was refused 97 times in 3,240 runs); a sink that cannot tell: false.
+ * Whether, of `of` items, `ids` are those not known the list's, and more than half of `of` are among them and not the
+ * copy's live rows (a sink that cannot tell: false).
  */
 export async function mostUnknown<T>(
   { config, committer }: CycleRun<T>,
   ids: readonly string[],
   of: number,
-  cycle: number,
 ): Promise<boolean> {
-  const { sink, keyOf } = config;
   await committer.done();
-  const most = (held: ReadonlySet<string> | undefined) =>
-    held !== undefined && 2 * (ids.length - held.size) > of;
-  // The cycle's stage asked only when the live rows leave most unknown: a JSONL copy reads its rewrite for it.
-  return most(await sink.holds?.(ids, keyOf)) &&
-    most(await sink.holds?.(ids, keyOf, cycle));
+  const held = await config.sink.holds?.(ids, config.keyOf);
+  return held !== undefined && 2 * (ids.length - held.size) > of;
 }
 
 /**
- * Whether `keys` (a window's items up to the edge `edge`, in the pass's order) hold the edge's own item and every live
- * row of the copy from their first to it: the list's own page there, new items come in before the edge since the
- * window before read it (r168a F1: 4 such, the run refused at share 1). Another list's page sorting before the edge
- * passes rows of the copy there that it lacks.
+ * Whether `keys` (a window's items up to the edge `edge`, in the pass's order) are the list's own there, new items come
+ * in among them: one at least is a row of the copy or an item cycle `cycle` staged (other than the edge's), and every
+ * live row of the copy the cycle saw between their first and the edge is among them. Items inserted just before the edge since the
+ * window before (r168a F1: 4 such, refused at share 1), or a spread cycle's next run reading over what the run before
+ * staged (r167a: 97 of 3,240 runs refused); another list's page lacks the copy's rows there, or holds none of them nor
+ * anything the cycle read (ids sorting in the gap just before the edge removed 92 that exist, r169a F2; ids a misrouted
+ * window had the cycle stage, windows back, 85: F4).
  */
 export async function leadsToEdge<T>(
   { config, committer }: CycleRun<T>,
   guard: WindowGuard,
-  keys: readonly SyncKey[],
-  edge: SyncKey,
+  { passed: keys = [], ids: past }: Committed<T>,
+  { edge, cycle }: { edge: SyncKey; cycle: number },
 ): Promise<boolean> {
-  const first = keys[0];
-  if (first === undefined || !keys.some((key) => key.id === edge.id)) {
+  const [first, ...rest] = keys.filter((key) => key.id !== edge.id);
+  if (first === undefined) return false;
+  await committer.done();
+  const { sink, keyOf } = config;
+  const ids = [first, ...rest].map((key) => key.id);
+  const held = await sink.holds?.([edge.id, ...ids], keyOf);
+  if (held === undefined || !await anchored(sink, keyOf, ids, past, cycle)) {
     return false;
   }
-  const within = keys.slice(1).filter((key) => key.id !== edge.id);
-  await committer.done();
-  const ids = [edge.id, ...within.map((key) => key.id)];
-  const held = await config.sink.holds?.(ids, config.keyOf);
-  if (held === undefined) return false;
-  // The live rows after the first up to the edge, less one: the edge's own, when it is one (not staged).
-  const upTo = await guard.copy.place(keyText(first), keyText(edge)) + 1;
-  const between = upTo - (held.has(edge.id) ? 1 : 0);
-  return between === within.filter((key) => held.has(key.id)).length;
+  // The live rows after the first up to the edge, less one: the edge's own, when it is one (not staged); less those
+  // the cycle passed unseen (the list lost them: an edge deleted runs before, r167a).
+  const [after, upTo] = [keyText(first), keyText(edge)];
+  const live = await guard.copy.place(after, upTo) + 1;
+  const between = live - (held.has(edge.id) ? 1 : 0);
+  const passed = await guard.copy.unseen(after, upTo, Math.max(0, between));
+  return between - passed.length <= rest.filter((k) => held.has(k.id)).length;
+}
+
+/**
+ * Whether a window stands in the list where its items up to the edge (`ids`) say: one of them is a row of the copy
+ * or an item cycle `cycle` staged, or most of its items past the edge (`past`) are rows of the copy (a spread run's
+ * first window over items inserted just before the edge since, r169a F6).
+ */
+async function anchored<T>(
+  sink: SyncConfig<T>["sink"],
+  keyOf: SyncConfig<T>["keyOf"],
+  ids: readonly string[],
+  past: readonly string[],
+  cycle: number,
+) {
+  if ((await sink.holds?.(ids, keyOf, cycle))?.size) return true; // staged too
+  const held = await sink.holds?.(past, keyOf);
+  return held !== undefined && 2 * held.size > past.length;
 }
 
 /**

@@ -132,8 +132,9 @@ class Sweeping<T> {
     if (retaken && await foreignPage(run, retaken, window, where)) {
       return await refuseForeign(run, cursor.cycle);
     }
-    const passes = guard !== undefined &&
-      guard.passed.size + guard.beyond > (behind ?? 0);
+    const passes = guard === undefined
+      ? 0
+      : guard.passed.size + guard.beyond - (behind ?? 0);
     if (await this.#elsewhere(window, standing, passes)) {
       return await refuseForeign(run, cursor.cycle);
     }
@@ -152,19 +153,18 @@ class Sweeping<T> {
   }
 
   /**
-   * Whether `window`, passing rows of the copy the cycle has yet to see (`passes`: accepted, they would go), is another
+   * Whether `window`, passing `passes` rows of the copy the cycle has yet to see (accepted, they would go), is another
    * list's page sorting before the edge `standing`: most of its items up to it are neither the edge's own, nor the
    * copy's rows, nor items the last window with any committed in this run (newest first, "u…" ids answering the
    * list's last page twice removed the 20 rows they stood for; with the list's last item kept, 19; with a third of
-   * the page the copy's rows from elsewhere, or the edge's item, 19). The list's own page there holds the edge's item
-   * and the items before it the cycle read: written, or staged by the window before (new, r166b F1 and F5); a window
-   * after a run's end, its overlap staged by the run before, passes nothing that would go (r167a); or it holds the
-   * edge's item and every row of the copy from its first item to it, new items come in among them (`leadsToEdge`).
+   * the page the copy's rows from elsewhere, or the edge's item, 19), unless, passing few (a quarter of its size at
+   * most), it leads to the edge as the list's own page there does (`leadsToEdge`). The list's own page holds the
+   * edge's item and the items before it the cycle read: written, or staged by the window before (r166b F1 and F5).
    */
   async #elsewhere(
     window: Committed<T>,
     standing: SyncKey | null,
-    passes: boolean,
+    passes: number,
   ): Promise<boolean> {
     // Unguarded: nothing kept for it. A cycle's first window stands on no edge: what it passes is newer than the
     // cycle (newest first: new since the head read, r168a F2), and the guard alone weighs what it would remove.
@@ -172,12 +172,15 @@ class Sweeping<T> {
     const read = this.#read;
     // Not `passed`: another list's page holding the edge's item seeded it (keepEdge).
     if (window.ids.length > 0) this.#read = new Set(window.ids);
-    const before = passes ? (window.passed ?? []).map((key) => key.id) : [];
+    const before = passes > 0 ? window.passed ?? [] : [];
     if (before.length === 0) return false;
-    const unread = before.filter((id) => !read.has(id) && id !== standing.id);
+    const unread = before.map((key) => key.id)
+      .filter((id) => !read.has(id) && id !== standing.id);
     const { run, guard, cursor } = this;
-    return await mostUnknown(run, unread, before.length, cursor.cycle) &&
-      !await leadsToEdge(run, guard, window.passed ?? [], standing);
+    if (!await mostUnknown(run, unread, before.length)) return false;
+    const at = { edge: standing, cycle: cursor.cycle };
+    const size = window.limit ?? before.length + window.ids.length;
+    return 4 * passes > size || !await leadsToEdge(run, guard, window, at);
   }
 }
 
