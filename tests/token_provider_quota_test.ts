@@ -10,7 +10,7 @@ import {
   rejects,
   throws,
 } from "node:assert/strict";
-import { QuotaExceededError } from "../src/core/errors.ts";
+import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
 import {
   createTokenProvider,
   type IssuedToken,
@@ -276,4 +276,33 @@ Deno.test("a provider with a day-long token refreshes a few times a day at most"
   }
   equal(api.tokenRequests, api.tokensIssued);
   ok(api.tokenRequests <= 4, `${api.tokenRequests} requests over three days`);
+});
+
+Deno.test("a 200 the provider refuses (not JSON, no bearer token, no lifetime) still reports the quota it spent: the error's quota and provider.quota hold it (r169b F7: dropped)", async () => {
+  for (
+    const body of [
+      "not json",
+      '{"access_token":"AT-1","token_type":"mac","expires_in":60}',
+    ]
+  ) {
+    await using server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      () =>
+        new Response(body, {
+          headers: { "idp-client-quota-limit": "b=per_hour;q=10;r=3;t=600" },
+        }),
+    );
+    const provider = createTokenProvider({
+      tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
+      audience: "https://partner-api.test",
+      clientId: "partner-client-13",
+      clientSecret: "s3cr3t-malformed-quota",
+      retry: false,
+    });
+    const error = await provider.getToken().catch((error) => error);
+    ok(error instanceof TokenRequestError, String(error));
+    equal(error.reason, "malformed");
+    equal(error.quota?.[0]?.remaining, 3);
+    equal(provider.quota?.buckets[0]?.remaining, 3);
+  }
 });

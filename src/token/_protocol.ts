@@ -224,7 +224,7 @@ export function processTokenAnswer(
     failure(
       endpoint,
       `${CONTEXT}: the answer from ${endpoint.where} ${problem}`,
-      { status: response.status, reason: "malformed", response },
+      { status: response.status, reason: "malformed", response, quota }, // a token paid for (r169b F7)
     );
   const body = jsonObject(text);
   if (body === undefined) throw malformed("is not JSON");
