@@ -32,3 +32,18 @@ export function loopbackApi(
   });
   return { environment, [Symbol.asyncDispose]: () => server.shutdown() };
 }
+
+/** A loopback token endpoint answering every request with `answer`: `options`, where a provider reaches it. Disposing stops it. */
+export function loopbackTokenEndpoint(
+  answer: (request: Request) => Response | Promise<Response>,
+) {
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    answer,
+  );
+  const tokenUrl = `http://127.0.0.1:${server.addr.port}/token`;
+  return {
+    options: { tokenUrl, audience: "https://partner-api.test" },
+    [Symbol.asyncDispose]: () => server.shutdown(),
+  };
+}

@@ -12,7 +12,7 @@ import {
   QuotaExceededError,
   TokenRequestError,
 } from "../src/core/errors.ts";
-import { loopbackApi } from "./_loopback_api.ts";
+import { loopbackApi, loopbackTokenEndpoint } from "./_loopback_api.ts";
 
 /** `response` as undici hands it over: `reason` as its phrase, and a header whose name holds a space. */
 function asNodeGivesIt(response: Response, reason: string): Response {
@@ -34,22 +34,18 @@ Deno.test("a token endpoint's 429 or 401 whose reason phrase or header names Res
   for (const reason of REASONS) {
     for (const status of [429, 401]) {
       let requests = 0;
-      await using server = Deno.serve(
-        { hostname: "127.0.0.1", port: 0, onListen() {} },
-        () => {
-          requests++;
-          return new Response("{}", {
-            status,
-            headers: {
-              "retry-after": "3000",
-              "idp-client-quota-limit": "b=per_hour;q=10;r=0;t=3000",
-            },
-          });
-        },
-      );
+      await using endpoint = loopbackTokenEndpoint(() => {
+        requests++;
+        return new Response("{}", {
+          status,
+          headers: {
+            "retry-after": "3000",
+            "idp-client-quota-limit": "b=per_hour;q=10;r=0;t=3000",
+          },
+        });
+      });
       const provider = createTokenProvider({
-        tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
-        audience: "https://partner-api.test",
+        ...endpoint.options,
         clientId: "partner-client-11",
         clientSecret: "s3cr3t-node-answer-1",
         retry: false,

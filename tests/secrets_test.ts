@@ -15,7 +15,7 @@ import fc from "fast-check";
 import { redactInPlace, serverText } from "../src/core/_redact.ts";
 import { configFromEnv } from "../mod.ts";
 import { runs } from "./_property_runs.ts";
-import { loopbackApi } from "./_loopback_api.ts";
+import { loopbackApi, loopbackTokenEndpoint } from "./_loopback_api.ts";
 import {
   createSqliteSink,
   SyncError,
@@ -1316,17 +1316,14 @@ const reasonKeeping = async (input: RequestInfo | URL, init?: RequestInit) => {
 Deno.test("a reason phrase (statusText) quoting the client secret, kept by the runtime's fetch (Node's does), reaches no error's response: a token error's or an ApiError's (r168b F1: error.response.statusText held it)", async () => {
   const clientId = "partner-client-9", clientSecret = "s3cr3t-reason-5d2";
   for (const status of [400, 429, 500]) {
-    await using server = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen() {} },
-      () =>
-        new Response("{}", {
-          status,
-          headers: { "x-reason": `Bad client_secret=${clientSecret}` },
-        }),
+    await using endpoint = loopbackTokenEndpoint(() =>
+      new Response("{}", {
+        status,
+        headers: { "x-reason": `Bad client_secret=${clientSecret}` },
+      })
     );
     const error = await requestToken({
-      tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
-      audience: "https://partner-api.test",
+      ...endpoint.options,
       clientId,
       clientSecret,
       fetch: reasonKeeping,
@@ -1363,29 +1360,26 @@ Deno.test("a reason phrase (statusText) quoting the client secret, kept by the r
 Deno.test("quota bucket names quoting the client secret (the token endpoint's quota header) reach no event, snapshot, provider field or error: each is redacted like other server text (r168b F4: 3 surfaces on a 200, 5 on a 429)", async () => {
   const clientId = "partner-client-10", clientSecret = "s3cr3t-bucket-7e3";
   for (const status of [200, 429]) {
-    await using server = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen() {} },
-      () =>
-        Response.json(
-          {
-            access_token: "AT-bucket-1",
-            token_type: "Bearer",
-            expires_in: 3600,
+    await using endpoint = loopbackTokenEndpoint(() =>
+      Response.json(
+        {
+          access_token: "AT-bucket-1",
+          token_type: "Bearer",
+          expires_in: 3600,
+        },
+        {
+          status,
+          headers: {
+            "idp-client-quota-limit": `b=${clientSecret};q=10;r=${
+              status === 200 ? 9 : 0
+            };t=300`,
           },
-          {
-            status,
-            headers: {
-              "idp-client-quota-limit": `b=${clientSecret};q=10;r=${
-                status === 200 ? 9 : 0
-              };t=300`,
-            },
-          },
-        ),
+        },
+      )
     );
     const shown: unknown[] = [];
     const provider = createTokenProvider({
-      tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
-      audience: "https://partner-api.test",
+      ...endpoint.options,
       clientId,
       clientSecret,
       onEvent: (event) => shown.push(event),

@@ -20,6 +20,7 @@ import {
 import { createMemoryTokenStore, type TokenStore } from "../src/store/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { setup } from "./_token_setup.ts";
+import { loopbackTokenEndpoint } from "./_loopback_api.ts";
 
 Deno.test("getToken() sends nothing after a 429 until the quota resets", async (t) => {
   const { api, provider, clock, background } = await setup({
@@ -285,16 +286,13 @@ Deno.test("a 200 the provider refuses (not JSON, no bearer token, no lifetime) s
       '{"access_token":"AT-1","token_type":"mac","expires_in":60}',
     ]
   ) {
-    await using server = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen() {} },
-      () =>
-        new Response(body, {
-          headers: { "idp-client-quota-limit": "b=per_hour;q=10;r=3;t=600" },
-        }),
+    await using endpoint = loopbackTokenEndpoint(() =>
+      new Response(body, {
+        headers: { "idp-client-quota-limit": "b=per_hour;q=10;r=3;t=600" },
+      })
     );
     const provider = createTokenProvider({
-      tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
-      audience: "https://partner-api.test",
+      ...endpoint.options,
       clientId: "partner-client-13",
       clientSecret: "s3cr3t-malformed-quota",
       retry: false,
