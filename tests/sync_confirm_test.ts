@@ -394,3 +394,33 @@ for (const kind of ["sqlite", "jsonl"] as const) {
     ok(misrouted && refused <= 1);
   });
 }
+
+for (const kind of ["sqlite", "jsonl"] as const) {
+  Deno.test(`${kind}: a default run after a stricter run's refusal confirms nothing the default share allows: its deletes count, so 90 more an hour later are refused (attack r168a F3: 0.05 refused 70 of 1,000, a default run removed them unrecorded, and 160 went within 2 hours)`, async () => {
+    const fake = inProcess({ items: { transactions: 1000 } });
+    const copy = await copyOf(kind, "stricter-then-default");
+    let clock = Date.UTC(2026, 11, 5);
+    const options = { id: "transactionID", now: () => clock };
+    const run = runsOf(copy, fake.client, "transactions", options);
+    const strict = runsOf(copy, fake.client, "transactions", {
+      ...options,
+      maxDeletes: 0.05,
+    });
+    await run(Infinity);
+    const ids = [...await copy.held()];
+    const remove = (from: number, to: number) =>
+      ids.slice(from, to).forEach((id) =>
+        fake.service.remove("transactions", id)
+      );
+    remove(100, 170);
+    const refusal = await strict(Infinity).catch((error) => error);
+    ok(refusal instanceof SyncError && refusal.reason === "too-many-deletes");
+    equal((await run(Infinity)).deleted, 70);
+    clock += 3_600_000;
+    remove(500, 590);
+    const again = await run(Infinity).catch((error) => error);
+    ok(again instanceof SyncError && again.reason === "too-many-deletes");
+    equal((await copy.held()).size, 930);
+    fake.service.close();
+  });
+}

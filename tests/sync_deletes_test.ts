@@ -45,6 +45,17 @@ Deno.test("a confirmed cycle's deletes do not count, what the 24 hours removed b
   equal(tooMany(66, 650, 0.1, alone), true);
 });
 
+Deno.test("a confirmation the default share lets through forgives nothing: 70 of 1,000 confirmed by a default run after a stricter run's refusal count, so 31 more within the day need more than 0.1 (r168a F3: 160 went in 2 hours)", () => {
+  const seventy = { at: t, deleted: 70, held: 1000 };
+  const history = withDeletes([], seventy, true);
+  deepStrictEqual(history, [seventy]);
+  const recent = recentDeletes(history, t + HOUR);
+  equal(tooMany(30, 930, 0.1, recent), false);
+  equal(tooMany(31, 930, 0.1, recent), true);
+  // With the 50 before them, the 70 go past the default share: forgiven.
+  deepStrictEqual(withDeletes(earlier, seventy, true), earlier);
+});
+
 Deno.test("an unconfirmed cycle's deletes count for 24 hours: 1 more an hour later needs 0.36", () => {
   const history = withDeletes(earlier, mass);
   equal(history.length, 2);

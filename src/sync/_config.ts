@@ -19,6 +19,7 @@ import type { SyncIdentity } from "./_checkpoint.ts";
 import type { SyncSink } from "./sink.ts";
 import type { SyncOptions } from "./sync_options.ts";
 import { MIN_WINDOW, type SyncKey } from "./_window.ts";
+import { DEFAULT_MAX_DELETES } from "./_deletes.ts";
 import { SyncError } from "./sync_error.ts";
 import { checkPriority } from "../core/_rate_options.ts";
 
@@ -191,7 +192,13 @@ function sweepOptions<T>(options: SyncOptions<T>) {
     "deletes",
   );
   const rule = "non-negative finite number";
-  const maxDeletes = numberOf(options, "maxDeletes", 0.1, rule, 1);
+  const maxDeletes = numberOf(
+    options,
+    "maxDeletes",
+    DEFAULT_MAX_DELETES,
+    rule,
+    1,
+  );
   const changes = oneOf(options.changes, [false, true], CONTEXT, "changes");
   if (changes && options.sink?.keepsChanges === false) {
     throw bad(

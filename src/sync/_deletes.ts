@@ -56,10 +56,14 @@ export function recentDeletes(
   return { deleted: deleted + (spent ? SPENT : 0), largest };
 }
 
+/** The share of the copy's largest size a run may remove in 24 hours unless told otherwise (`maxDeletes`). */
+export const DEFAULT_MAX_DELETES = 0.1;
+
 /**
- * `history` that counts at `now` (the run's clock), with `record` added unless `confirmed` (deletes the user confirmed
- * do not count later; those before them do, an uncounted cycle's too: a confirmation lets through what it names, not a
- * fresh share).
+ * `history` that counts at `now` (the run's clock), with `record` added unless `confirmed` past the default share
+ * (deletes the user confirmed do not count later; those before them do, an uncounted cycle's too: a confirmation lets
+ * through what it names, not a fresh share). A confirmation the default share lets through forgives nothing: a run at a
+ * stricter share refused 70 of 1,000, a default run "confirmed" them, and 90 more went an hour later (r168a F3).
  */
 export function withDeletes(
   history: readonly DeleteRecord[] | undefined,
@@ -79,7 +83,15 @@ export function withDeletes(
       confirmed && old.at > record.at ? { ...old, at: record.at } : old
     );
   const none = record.deleted === 0 && record.uncounted !== true;
-  return none || confirmed ? kept : [...kept, record];
+  // Uncounted (the run stopped before its sink counted), a confirmation's deletes are forgiven as they always were.
+  const forgiven = confirmed && (record.uncounted === true ||
+    tooMany(
+      record.deleted,
+      record.held,
+      DEFAULT_MAX_DELETES,
+      recentDeletes(history, now, true),
+    ));
+  return none || forgiven ? kept : [...kept, record];
 }
 
 /**
