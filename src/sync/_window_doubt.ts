@@ -59,5 +59,5 @@ export function doubter(guard: WindowGuard | undefined) {
   };
   // A read of the list showed them during this run: the cycle's end keeps them (`SyncWriteContext.kept`), never removes
   // them. A service leaving a different item out of each read had the third read's gap removed (r165a F2: 12 of 300).
-  return Object.assign(judge, { shown: shown as ReadonlySet<string> });
+  return Object.assign(judge, { shown });
 }
