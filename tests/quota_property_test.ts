@@ -300,7 +300,7 @@ Deno.test("across random interleavings, every token request is justified and non
       fc.array(action, { minLength: 10, maxLength: 40, size: "max" }),
       runScenario,
     ),
-    { numRuns: runs(25, 2000), seed: 20261122 },
+    { numRuns: runs(25, 800), seed: 20261122 },
   );
   console.log(
     `quota property: ${stats.runs} runs, ${stats.calls} call rounds, ${stats.requests} token requests`,

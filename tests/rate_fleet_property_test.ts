@@ -279,7 +279,7 @@ Deno.test("fleet rate property: poisoned keys, far blocks, members skewed by up 
       ok(spans.length > 0, "the fleet sent");
     }),
     {
-      numRuns: runs(8, 200),
+      numRuns: runs(8, 100),
       seed: 38,
       // One fleet that meets every kind of move, then the drawn ones.
       examples: [[{

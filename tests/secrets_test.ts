@@ -490,7 +490,7 @@ Deno.test("every configured credential (client secret, client id, audience) is r
         }
       }
     }),
-    { numRuns: runs(20, 1000) },
+    { numRuns: runs(20, 500) },
   );
 });
 

@@ -382,7 +382,7 @@ const KINDS = [
 
 Deno.test("sinks never lose or double a committed item, and a refused run changes no byte, across second writers, paused writers, foreign copies, damaged checkpoints and odd items", async () => {
   await fc.assert(fc.asyncProperty(schedules, runSchedule), {
-    numRuns: runs(40, 150),
+    numRuns: runs(40, 80),
     seed: 36,
   });
   const missed = KINDS.filter((kind) => !reached.has(kind));

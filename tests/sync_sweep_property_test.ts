@@ -119,7 +119,7 @@ const KINDS = [
 
 Deno.test("the copy equals the list within 2 × ⌈pages / sweep⌉ + ⌈seek / sweep⌉ + 2 runs after changes stop, across appends, back-dated inserts, changes, deletes, crashes and sweep budgets, in both directions and every sink", async () => {
   const options = {
-    numRuns: runs(60, 250),
+    numRuns: runs(60, 120),
     seed: 42,
     examples: ["memory", "sqlite", "jsonl"].flatMap((kind) => [
       restored(kind),
