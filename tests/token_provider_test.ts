@@ -364,6 +364,22 @@ Deno.test("getToken() refuses a signal that is no AbortSignal (TypeError, option
   });
 });
 
+Deno.test("a caller that changes the cause of the failure it got changes none of the causes later callers get during the cooldown, each of the cause's class (r169b F5: every copy shared one cause)", async () => {
+  const { api, provider } = await setup({}, { retry: false });
+  await using _ = api;
+  api.injectTokenFaults({ kind: "drop" });
+  const first = await provider.getToken().catch((error) => error);
+  ok(first instanceof TokenRequestError && first.cause instanceof Error);
+  const { message } = first.cause;
+  first.cause.message = "changed by a handler";
+  const later = await provider.getToken().catch((error) => error);
+  ok(later instanceof TokenRequestError);
+  ok(later.cause instanceof Error);
+  equal(later.cause.constructor, first.cause.constructor);
+  equal(later.cause.message, message);
+  equal(api.tokenRequests, 1);
+});
+
 Deno.test("a caller that changes the failure it got (a handler's status, message, reason) changes none of the copies later callers get during the cooldown (r168b F10: they got the changed fields for up to 15 min)", async () => {
   const { api, provider } = await setup({}, { retry: false });
   await using _ = api;

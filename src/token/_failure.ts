@@ -71,11 +71,11 @@ export function repeatedFailure(
   original: TokenRequestError | undefined,
   endpoint: HintSource,
 ): TokenRequestError {
-  // Its fields and cause; not its response, which stays with the first caller.
+  // Its fields and a copy of its cause; not its response, which stays with the first caller.
   if (original !== undefined) {
     return new TokenRequestError(original.message, {
       ...original,
-      cause: original.cause,
+      cause: copied(original.cause),
     });
   }
   const { reason, status, code } = failure;
@@ -90,6 +90,19 @@ export function repeatedFailure(
       new Date(failure.until).toISOString()
     }${hint === undefined ? "" : `: ${hint}`}`,
     { reason, ...given({ status, code, hint }) },
+  );
+}
+
+/**
+ * A copy of `cause` of its class with its own fields (read as they are: no getter runs), so a caller that changes the
+ * cause it got changes no other caller's (r169b F5: every cooldown copy shared one).
+ */
+function copied(cause: unknown): unknown {
+  if (cause === null || typeof cause !== "object") return cause;
+  const fields = Object.getOwnPropertyDescriptors(cause);
+  return Object.defineProperties(
+    Object.create(Object.getPrototypeOf(cause)),
+    fields,
   );
 }
 
