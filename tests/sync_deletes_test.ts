@@ -56,6 +56,18 @@ Deno.test("a confirmation the default share lets through forgives nothing: 70 of
   deepStrictEqual(withDeletes(earlier, seventy, true), earlier);
 });
 
+Deno.test("a confirmation is judged on its record's date and forgives no uncounted cycle: on a clock 23 hours behind, 20 the default share lets through count; a confirming run stopped before its sink counted leaves its cycle uncounted (r171a F4: 105 of 910 in an hour; F2: 70 forgiven, 90 more an hour later)", () => {
+  const ninety = [{ at: t, deleted: 90, held: 1000 }];
+  const twenty = { at: t + 25 * HOUR, deleted: 20, held: 910 };
+  deepStrictEqual(withDeletes(ninety, twenty, true, t + 2 * HOUR), [
+    ...ninety,
+    twenty,
+  ]);
+  const uncounted = { at: t, deleted: 0, held: 0, uncounted: true as const };
+  deepStrictEqual(withDeletes([], uncounted, true), [uncounted]);
+  equal(tooMany(1, 930, 0.1, recentDeletes([uncounted], t + HOUR)), true);
+});
+
 Deno.test("an unconfirmed cycle's deletes count for 24 hours: 1 more an hour later needs 0.36", () => {
   const history = withDeletes(earlier, mass);
   equal(history.length, 2);

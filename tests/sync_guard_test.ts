@@ -1909,32 +1909,58 @@ Deno.test("newest first, a first page that shows 30 new items, the copy's newest
   }
 });
 
-Deno.test("page 1 answered stale at the window's size, keeping the list's first item and leaving out the 23 after it, removes none of them, in one run or spread over runs; items truly gone there are removed (r169a F1: 23 of 300 removed)", async () => {
-  for (const sweep of [Infinity, 2]) {
-    for (const copy of await copies(`stale-page-one-${sweep}`)) {
-      let list = things(300), stale = false, asked = { limit: 0, page: 0 };
-      const service = listOf(() => list, {
-        maxLimit: 50,
-        before: (at) => void (asked = at),
-        answer: (page) =>
-          stale && asked.page === 1 && asked.limit === 50
-            ? [list[0]!, ...list.slice(24, 73)]
-            : page,
-      });
-      const options = { id: "thingID", sink: copy.sink, maxLimit: 50, sweep };
-      await syncList(service.client, "things", { ...options, sweep: Infinity });
-      stale = true;
-      for (let run = 0; run < 6; run++) {
-        await syncList(service.client, "things", options);
-        deepStrictEqual(copy.ids(), list.map((t) => t.thingID), `${sweep}`);
+Deno.test("page 1 answered stale at the window's size, keeping the list's first items and leaving out rows after them, removes none of them, in one run or spread over runs, nor in a run that confirms a refusal; items truly gone there are removed (r169a F1: 23 of 300 removed; then r171a F1: a read at 24 kept the first 24 places only, and F3: none in a confirming run)", async () => {
+  // [kept, left out]: the list's first item and the next 23 (r169a), or 29, or 24 and the next 20 (r171a).
+  for (const [kept, out] of [[1, 23], [1, 29], [24, 20]] as const) {
+    for (const sweep of [Infinity, 2]) {
+      const name = `stale-page-one-${kept}-${out}-${sweep}`;
+      for (const copy of await copies(name)) {
+        let list = things(300), stale = false, asked = { limit: 0, page: 0 };
+        const service = listOf(() => list, {
+          maxLimit: 50,
+          before: (at) => void (asked = at),
+          answer: (page) =>
+            stale && asked.page === 1 && asked.limit === 50
+              ? [...list.slice(0, kept), ...list.slice(kept + out)].slice(0, 50)
+              : page,
+        });
+        const options = { id: "thingID", sink: copy.sink, maxLimit: 50, sweep };
+        await syncList(service.client, "things", {
+          ...options,
+          sweep: Infinity,
+        });
+        stale = true;
+        for (let run = 0; run < 6; run++) {
+          await syncList(service.client, "things", options);
+          deepStrictEqual(copy.ids(), list.map((t) => t.thingID), name);
+        }
+        // 40 truly gone further on: the refusal's share, confirmed, removes them alone.
+        list = list.filter((_, i) => i < 100 || i >= 140);
+        let refusal: unknown;
+        for (let run = 0; run < 6 && refusal === undefined; run++) {
+          await syncList(service.client, "things", options)
+            .catch((error: SyncError) => refusal = error);
+        }
+        ok(refusal instanceof SyncError, name);
+        const confirm = { ...options, maxDeletes: refusal.maxDeletesNeeded! };
+        for (let run = 0; run < 6; run++) {
+          await syncList(service.client, "things", confirm);
+        }
+        deepStrictEqual(copy.ids(), list.map((t) => t.thingID), name);
+        stale = false;
+        list = list.filter((_, i) => i < 1 || i > 5); // 5 truly gone at the start
+        // A cycle under way still counts the rows stale reads passed: refused once at most, then a new one begins.
+        let refused = 0;
+        for (let run = 0; run < 6; run++) {
+          await syncList(service.client, "things", options)
+            .catch((error: SyncError) =>
+              refused += error.maxDeletesNeeded! > 0 ? 1 : 0
+            );
+        }
+        ok(refused <= 1, name);
+        deepStrictEqual(copy.ids(), list.map((t) => t.thingID), name);
+        copy.database?.close();
       }
-      stale = false;
-      list = list.filter((_, i) => i < 1 || i > 5); // 5 truly gone at the start
-      for (let run = 0; run < 6; run++) {
-        await syncList(service.client, "things", options);
-      }
-      deepStrictEqual(copy.ids(), list.map((t) => t.thingID), `${sweep}`);
-      copy.database?.close();
     }
   }
 });

@@ -83,14 +83,16 @@ export function withDeletes(
       confirmed && old.at > record.at ? { ...old, at: record.at } : old
     );
   const none = record.deleted === 0 && record.uncounted !== true;
-  // Uncounted (the run stopped before its sink counted), a confirmation's deletes are forgiven as they always were.
-  const forgiven = confirmed && (record.uncounted === true ||
+  // Judged on the record's date (the guard's clock, at least the refusal's): on a clock behind, the day before weighed
+  // as spent and forgave what the default share lets through (r171a F4). Uncounted, nothing is forgiven: the run
+  // stopped before its sink counted, or the sink counts none (r171a F2: 70 forgiven, 90 more went an hour later).
+  const forgiven = confirmed && record.uncounted !== true &&
     tooMany(
       record.deleted,
       record.held,
       DEFAULT_MAX_DELETES,
-      recentDeletes(history, now, true),
-    ));
+      recentDeletes(history, record.at, true),
+    );
   return none || forgiven ? kept : [...kept, record];
 }
 

@@ -6,7 +6,7 @@ import { afterSweepWindow, sweepStart } from "./_checkpoint.ts";
 import { type Committed, listHead, type PassRun, runPass } from "./_pass.ts";
 import type { Committer } from "./_committer.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
-import { MIN_WINDOW, type SyncKey, type WindowState } from "./_window.ts";
+import type { SyncKey, WindowState } from "./_window.ts";
 import { doubter } from "./_window_doubt.ts";
 import {
   heldBack,
@@ -27,6 +27,7 @@ import {
 } from "./_cycle_end.ts";
 import { confirmPassed } from "./_confirm.ts";
 import { SyncError } from "./sync_error.ts";
+import { confirms } from "./_deletes.ts";
 
 /** What a sweep needs of the run. */
 export type SweepRun<T> = PassRun<T> & { readonly committer: Committer<T> };
@@ -60,9 +61,9 @@ export async function sweep<T>(
   if (sweeping.lost) return await beginAfresh(run);
   let { ending } = sweeping;
   if (sweeping.endedAt !== undefined) {
-    const kept = await confirmPassed(run, cursor, guard);
-    await showPageOne(run, guard, doubt.shown);
     const at = sweeping.endedAt;
+    const kept = await confirmPassed(run, cursor, guard);
+    await showPageOne(run, guard, doubt.shown, at);
     ending = await commitEnd(run, guard, cursor, at, sweeping.refusal, {
       kept: [...kept, ...doubt.shown],
     });
@@ -140,7 +141,7 @@ class Sweeping<T> {
       return await refuseForeign(run, cursor.cycle);
     }
     if (ended && !this.spread) {
-      await showPageOne(run, guard, this.shown);
+      await showPageOne(run, guard, this.shown, state);
       const { refusal } = this;
       this.ending = await commitEnd(run, guard, cursor, state, refusal, {
         window,
@@ -187,17 +188,35 @@ class Sweeping<T> {
 }
 
 /**
- * Before a guarded cycle's end removes rows, reads page 1 at a size no window asks: what it shows, the list holds, and
- * the end keeps (`shown`). A page 1 answered stale, keeping the list's first item and leaving out rows after it, removed
- * them (r169a F1: 23 of 300); a cache of page 1 at every size is not told from the list.
+ * Before a cycle's end removes rows (guarded: when it passed any; else when the run confirms a refusal, which reads
+ * none), reads page 1 again at a size next to the sweep's own (one less, or one more where that is refused), page 2
+ * too where page 1 shows rows the cycle would remove (or no guard tells): what they show, the list holds, and the end
+ * keeps (`shown`). A page 1 answered stale at the window's size, keeping its first items and leaving out rows after
+ * them, removed them (r169a F1: 23 of 300; a read at 24 kept the first 24 places only: r171a F1, 76 of 1,000, and
+ * none in a confirming run: F3, 23). A cache of page 1 at every size is not told from the list.
  */
 async function showPageOne<T>(
   run: SweepRun<T>,
   guard: WindowGuard | undefined,
   shown: Set<string>,
+  state: WindowState,
 ): Promise<void> {
-  if (guard === undefined || guard.passed.size === 0) return;
-  for (const { id } of await listHead(run, MIN_WINDOW - 1) ?? []) shown.add(id);
+  const { maxDeletes } = run.config;
+  if (
+    guard === undefined && !confirms(run.committer.latest.refused, maxDeletes)
+  ) return;
+  if (guard?.passed.size === 0) return;
+  const own = state.accepted || state.maxLimit;
+  for (const size of [own - 1, own + 1]) {
+    if (size < 1 || size > state.maxLimit) continue;
+    const first = await listHead(run, size);
+    if (first === undefined) continue; // refused: a least page size
+    const stale = guard === undefined ||
+      first.some(({ id }) => guard.passed.has(id));
+    const second = stale ? await listHead(run, size, 2) : [];
+    for (const { id } of [...first, ...second ?? []]) shown.add(id);
+    return;
+  }
 }
 
 /** Refuses a cycle's first window that skipped an item the list holds at its start (`skipsStart`), with the guard on. */
