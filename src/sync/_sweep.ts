@@ -63,7 +63,7 @@ export async function sweep<T>(
   if (sweeping.endedAt !== undefined) {
     const at = sweeping.endedAt;
     const kept = await confirmPassed(run, cursor, guard);
-    await showPageOne(run, guard, doubt.shown, at);
+    await showPageOne(run, guard, doubt.shown, at, sweeping.widest);
     ending = await commitEnd(run, guard, cursor, at, sweeping.refusal, {
       kept: [...kept, ...doubt.shown],
     });
@@ -86,6 +86,8 @@ class Sweeping<T> {
   ending: ReturnType<typeof cycleEnd> | undefined;
   /** A spread cycle's last window, committed: its end waits for confirmPassed. */
   endedAt: WindowState | undefined;
+  /** The largest page size a window of this run asked. */
+  widest = 0;
   #starts: boolean;
   /** The items the last window with any committed, in this run: read by the cycle, staged or written. */
   #read = new Set<string>();
@@ -105,6 +107,7 @@ class Sweeping<T> {
   async commit(window: Committed<T>): Promise<void | false> {
     const { run, guard, cursor } = this, { config, committer } = run;
     committer.tally.read += window.items.length; // as it arrives: refused by the guard, or committed
+    this.widest = Math.max(this.widest, window.limit ?? 0);
     // An empty first window proves no start: the next one's is judged (r124 F2).
     if (this.#starts && window.items.length > 0) {
       await checkStart(run, guard, window);
@@ -141,7 +144,7 @@ class Sweeping<T> {
       return await refuseForeign(run, cursor.cycle);
     }
     if (ended && !this.spread) {
-      await showPageOne(run, guard, this.shown, state);
+      await showPageOne(run, guard, this.shown, state, this.widest);
       const { refusal } = this;
       this.ending = await commitEnd(run, guard, cursor, state, refusal, {
         window,
@@ -189,32 +192,44 @@ class Sweeping<T> {
 
 /**
  * Before a cycle's end removes rows (guarded: when it passed any; else when the run confirms a refusal, which reads
- * none), reads page 1 again at a size next to the sweep's own (one less, or one more where that is refused), page 2
- * too where page 1 shows rows the cycle would remove (or no guard tells): what they show, the list holds, and the end
- * keeps (`shown`). A page 1 answered stale at the window's size, keeping its first items and leaving out rows after
- * them, removed them (r169a F1: 23 of 300; a read at 24 kept the first 24 places only: r171a F1, 76 of 1,000, and
- * none in a confirming run: F3, 23). A cache of page 1 at every size is not told from the list.
+ * none), reads page 1 again at one less than the largest page the pass asks (honoured, where the service refused or
+ * cut one; two less where that is refused), and page 2 at the size it came back:
+ * what they show, the list holds, and the end keeps (`shown`). A page 1 answered stale at the window's size, keeping
+ * its first items and leaving out rows after them, removed them (r169a F1: 23 of 300). Read at 24, or at the last
+ * window's size (newest first, 29 for pages of 100), or page 2 only when page 1 showed one, the rows past what was read
+ * still went (r171a F1 and r171b F1 to F3: up to 76 of 1,000; with new items at the top, 23 of 300), and a confirming
+ * run read none (r171a F3). A cache of page 1 at every size is not told from the list.
  */
 async function showPageOne<T>(
   run: SweepRun<T>,
   guard: WindowGuard | undefined,
   shown: Set<string>,
-  state: WindowState,
+  { maxLimit, refused, accepted, full = 0 }: WindowState,
+  widest: number,
 ): Promise<void> {
   const { maxDeletes } = run.config;
   if (
     guard === undefined && !confirms(run.committer.latest.refused, maxDeletes)
   ) return;
   if (guard?.passed.size === 0) return;
-  const own = state.accepted || state.maxLimit;
-  for (const size of [own - 1, own + 1]) {
-    if (size < 1 || size > state.maxLimit) continue;
-    const first = await listHead(run, size);
+  // Under the largest size honoured when the service refused or cut one: it asks no refused size again.
+  const largest = Number.isFinite(refused)
+    ? Math.max(accepted, full)
+    : maxLimit;
+  for (const size of [largest - 1, largest - 2]) {
+    const first = size < 1 ? [] : await listHead(run, size);
     if (first === undefined) continue; // refused: a least page size
-    const stale = guard === undefined ||
-      first.some(({ id }) => guard.passed.has(id));
-    const second = stale ? await listHead(run, size, 2) : [];
-    for (const { id } of [...first, ...second ?? []]) shown.add(id);
+    // Pages at the size page 1 came back, two at least, as far as page 1 of the cycle may have reached (`widest`: the
+    // largest window of this run): a service that lowered its largest page mid-run cut them (r171b F3: 49 of 1,000).
+    const got = first.length;
+    const reach = Math.max(widest, Math.min(maxLimit, refused));
+    for (let page = 1, read = first; got > 0; page++) {
+      for (const { id } of read) shown.add(id);
+      if (read.length < got || (page >= 2 && page * got >= reach)) return;
+      const next = await listHead(run, got, page + 1);
+      if (next === undefined) return;
+      read = next;
+    }
     return;
   }
 }
