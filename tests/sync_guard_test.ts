@@ -411,7 +411,7 @@ Deno.test("one sweep page that leaves out items the list holds, or repeats items
       equal(deletes?.n ?? 0, 0, `${fault} ${copy.kind}`);
       // Truly gone, 11 of 1,000 across 10 windows: one more read of each window that passes one, the windows in
       // flight kept (at concurrency 4, each cost 3 more when they were dropped), and pages 1 and 2 read once more
-      // before the cycle's end removes them (showPageOne).
+      // before the cycle's end removes them (showListStart).
       const wide = { ...options, concurrency: 4 };
       const { requests } = await syncList(service.client, "things", wide);
       list = list.filter((_, i) => i % 97 !== 3);

@@ -63,7 +63,7 @@ export async function sweep<T>(
   if (sweeping.endedAt !== undefined) {
     const at = sweeping.endedAt;
     const kept = await confirmPassed(run, cursor, guard);
-    await showPageOne(run, guard, doubt.shown, at, sweeping.widest);
+    await showListStart(run, guard, doubt.shown, at, sweeping.widest);
     ending = await commitEnd(run, guard, cursor, at, sweeping.refusal, {
       kept: [...kept, ...doubt.shown],
     });
@@ -97,7 +97,7 @@ class Sweeping<T> {
     readonly cursor: SweepCursor,
     readonly guard: WindowGuard | undefined,
     readonly spread: boolean,
-    /** Ids reads of a doubted window (or page 1 at the end: showPageOne) showed the read taken left out: kept at the end. */
+    /** Ids reads of a doubted window, or of the list's start (showListStart), showed the read taken left out: kept. */
     readonly shown: Set<string>,
   ) {
     this.refusal = run.committer.latest.refused;
@@ -144,7 +144,7 @@ class Sweeping<T> {
       return await refuseForeign(run, cursor.cycle);
     }
     if (ended && !this.spread) {
-      await showPageOne(run, guard, this.shown, state, this.widest);
+      await showListStart(run, guard, this.shown, state, this.widest);
       const { refusal } = this;
       this.ending = await commitEnd(run, guard, cursor, state, refusal, {
         window,
@@ -192,15 +192,14 @@ class Sweeping<T> {
 
 /**
  * Before a cycle's end removes rows (guarded: when it passed any; else when the run confirms a refusal, which reads
- * none), reads page 1 again at one less than the largest page the pass asks (honoured, where the service refused or
- * cut one; two less where that is refused), and page 2 at the size it came back:
- * what they show, the list holds, and the end keeps (`shown`). A page 1 answered stale at the window's size, keeping
- * its first items and leaving out rows after them, removed them (r169a F1: 23 of 300). Read at 24, or at the last
- * window's size (newest first, 29 for pages of 100), or page 2 only when page 1 showed one, the rows past what was read
- * still went (r171a F1 and r171b F1 to F3: up to 76 of 1,000; with new items at the top, 23 of 300), and a confirming
- * run read none (r171a F3). A cache of page 1 at every size is not told from the list.
+ * none), reads the list's start again: page 1 at one less than the largest page the pass asks (honoured, where the
+ * service refused or cut one; two less where that is refused), then pages at the size it came back, two at least.
+ * What they show, the list holds, and the end keeps (`shown`). A page 1 answered stale at the window's size, keeping
+ * its first items and leaving out rows after them, removed them (r169a F1: 23 of 300; read at 24, or at the last
+ * window's size, or page 2 only when page 1 showed one, the rows past what was read: up to 76 of 1,000, r171a F1 and
+ * r171b F1 to F3), and a confirming run read none (r171a F3). A cache of page 1 at every size is not told from the list.
  */
-async function showPageOne<T>(
+async function showListStart<T>(
   run: SweepRun<T>,
   guard: WindowGuard | undefined,
   shown: Set<string>,
