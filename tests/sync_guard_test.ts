@@ -1965,10 +1965,11 @@ Deno.test("page 1 answered stale at the window's size, keeping the list's first 
   }
 });
 
-Deno.test("page 1 answered stale at the window's size removes none of the rows it leaves out where the pass's last windows are smaller (newest first, 1,000 items in pages of 100: r171b F1, 70 removed) or the service lowers its largest page mid-run (100 to 50: r171b F3, 49 removed)", async () => {
+Deno.test("page 1 answered stale at the window's size removes none of the rows it leaves out where the pass's last windows are smaller (newest first, 1,000 items in pages of 100: r171b F1, 70 removed) or the service lowers its largest page mid-run (100 to 50: r171b F3, 49 removed), or past two pages (250 left out of 3,000: r171c F1, 81 removed)", async () => {
   const cases = [
     { descending: true, n: 1000, kept: 29, out: 70, lowerAfter: Infinity },
     { descending: false, n: 1000, kept: 50, out: 49, lowerAfter: 6 },
+    { descending: false, n: 3000, kept: 29, out: 250, lowerAfter: Infinity },
   ];
   for (const { descending, n, kept, out, lowerAfter } of cases) {
     const [copy] = await copies(`stale-page-one-${n}-${kept}-${out}`);

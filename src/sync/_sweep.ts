@@ -6,7 +6,7 @@ import { afterSweepWindow, sweepStart } from "./_checkpoint.ts";
 import { type Committed, listHead, type PassRun, runPass } from "./_pass.ts";
 import type { Committer } from "./_committer.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
-import type { SyncKey, WindowState } from "./_window.ts";
+import { compareKeys, type SyncKey, type WindowState } from "./_window.ts";
 import { doubter } from "./_window_doubt.ts";
 import {
   heldBack,
@@ -63,7 +63,7 @@ export async function sweep<T>(
   if (sweeping.endedAt !== undefined) {
     const at = sweeping.endedAt;
     const kept = await confirmPassed(run, cursor, guard);
-    await showListStart(run, guard, doubt.shown, at, sweeping.widest);
+    await showListStart(run, guard, doubt.shown, at, sweeping.firstLast);
     ending = await commitEnd(run, guard, cursor, at, sweeping.refusal, {
       kept: [...kept, ...doubt.shown],
     });
@@ -86,8 +86,8 @@ class Sweeping<T> {
   ending: ReturnType<typeof cycleEnd> | undefined;
   /** A spread cycle's last window, committed: its end waits for confirmPassed. */
   endedAt: WindowState | undefined;
-  /** The largest page size a window of this run asked. */
-  widest = 0;
+  /** The last item of the cycle's first window, when this run read it. */
+  firstLast: SyncKey | undefined;
   #starts: boolean;
   /** The items the last window with any committed, in this run: read by the cycle, staged or written. */
   #read = new Set<string>();
@@ -107,10 +107,10 @@ class Sweeping<T> {
   async commit(window: Committed<T>): Promise<void | false> {
     const { run, guard, cursor } = this, { config, committer } = run;
     committer.tally.read += window.items.length; // as it arrives: refused by the guard, or committed
-    this.widest = Math.max(this.widest, window.limit ?? 0);
     // An empty first window proves no start: the next one's is judged (r124 F2).
     if (this.#starts && window.items.length > 0) {
       await checkStart(run, guard, window);
+      this.firstLast = config.keyOf(window.items.at(-1)!);
     }
     this.#starts &&= window.items.length === 0;
     // Page 1 begins after the cursor: the list moved on past rows of the copy (a retention window) when the cursor
@@ -144,7 +144,7 @@ class Sweeping<T> {
       return await refuseForeign(run, cursor.cycle);
     }
     if (ended && !this.spread) {
-      await showListStart(run, guard, this.shown, state, this.widest);
+      await showListStart(run, guard, this.shown, state, this.firstLast);
       const { refusal } = this;
       this.ending = await commitEnd(run, guard, cursor, state, refusal, {
         window,
@@ -190,27 +190,33 @@ class Sweeping<T> {
   }
 }
 
+/** Pages of the list's start a cycle's end reads again at most: 32 (a window's worth of requests, as confirmPassed). */
+const START_PAGES = 32;
+
 /**
  * Before a cycle's end removes rows (guarded: when it passed any; else when the run confirms a refusal, which reads
  * none), reads the list's start again: page 1 at one less than the largest page the pass asks (honoured, where the
- * service refused or cut one; two less where that is refused), then pages at the size it came back, two at least.
+ * service refused or cut one; two less where that is refused), then pages at the size it came back, until one passes
+ * the last item of the cycle's first window (`last`, when this run read it; else two pages), START_PAGES at most.
  * What they show, the list holds, and the end keeps (`shown`). A page 1 answered stale at the window's size, keeping
- * its first items and leaving out rows after them, removed them (r169a F1: 23 of 300; read at 24, or at the last
- * window's size, or page 2 only when page 1 showed one, the rows past what was read: up to 76 of 1,000, r171a F1 and
- * r171b F1 to F3), and a confirming run read none (r171a F3). A cache of page 1 at every size is not told from the list.
+ * its first items and leaving out rows after them, removed them (r169a F1: 23 of 300; read at 24, or two pages, the
+ * rows past what was read: 731 of 10,000, r171a F1, r171b F1 to F3, r171c F1), and a confirming run read none (r171a
+ * F3). A cache of page 1 at every size is not told from the list.
  */
 async function showListStart<T>(
   run: SweepRun<T>,
   guard: WindowGuard | undefined,
   shown: Set<string>,
-  { maxLimit, refused, accepted, full = 0 }: WindowState,
-  widest: number,
+  { maxLimit, refused, accepted, full = 0, descending }: WindowState,
+  last: SyncKey | undefined,
 ): Promise<void> {
   const { maxDeletes } = run.config;
   if (
     guard === undefined && !confirms(run.committer.latest.refused, maxDeletes)
   ) return;
   if (guard?.passed.size === 0) return;
+  const past = (key: SyncKey) =>
+    last !== undefined && (descending ? -1 : 1) * compareKeys(key, last) >= 0;
   // Under the largest size honoured when the service refused or cut one: it asks no refused size again.
   const largest = Number.isFinite(refused)
     ? Math.max(accepted, full)
@@ -218,13 +224,12 @@ async function showListStart<T>(
   for (const size of [largest - 1, largest - 2]) {
     const first = size < 1 ? [] : await listHead(run, size);
     if (first === undefined) continue; // refused: a least page size
-    // Pages at the size page 1 came back, two at least, as far as page 1 of the cycle may have reached (`widest`: the
-    // largest window of this run): a service that lowered its largest page mid-run cut them (r171b F3: 49 of 1,000).
+    // At the size page 1 came back: a service that lowered its largest page mid-run cut it (r171b F3: 49 of 1,000).
     const got = first.length;
-    const reach = Math.max(widest, Math.min(maxLimit, refused));
     for (let page = 1, read = first; got > 0; page++) {
       for (const { id } of read) shown.add(id);
-      if (read.length < got || (page >= 2 && page * got >= reach)) return;
+      const far = last === undefined ? page >= 2 : read.some(past);
+      if (read.length < got || far || page >= START_PAGES) return;
       const next = await listHead(run, got, page + 1);
       if (next === undefined) return;
       read = next;
