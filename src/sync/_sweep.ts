@@ -201,7 +201,7 @@ const START_PAGES = 32;
  * What they show, the list holds, and the end keeps (`shown`). A page 1 answered stale at the window's size, keeping
  * its first items and leaving out rows after them, removed them (r169a F1: 23 of 300; read at 24, or two pages, the
  * rows past what was read: 731 of 10,000, r171a F1, r171b F1 to F3, r171c F1), and a confirming run read none (r171a
- * F3). A cache of page 1 at every size is not told from the list.
+ * F3). A cache of page 1 at the window's size and at the one read here is not told from the list (r171d F1).
  */
 async function showListStart<T>(
   run: SweepRun<T>,
