@@ -191,6 +191,8 @@ async function keyOnPage<T>(run: PassRun<T>, past: ShortEnd, sizes: number[]) {
         (ends < at || (n === count && count >= MIN_WINDOW));
       return cut ? null : keys[at - start];
     } catch (error) {
+      // A 404 past page 1 is no item there (Django REST Framework's "Invalid page"; r171c F4: every later run failed).
+      if (page > 1 && error instanceof ApiError && error.status === 404) return;
       if (!sizeRefusal(error) || sizes.length === 1) throw error;
       sizes.shift();
     }
@@ -381,11 +383,7 @@ function land<T>(flights: Flight<T>[]): void {
  * `goesOn`'s reads: stopped, every run would stop there). A size the service refuses (`sizeRefusal`: a least page size)
  * tells nothing: undefined; another failure (a 429, a 404) ends the run, not letting the window commit.
  */
-export async function listHead<T>(
-  run: PassRun<T>,
-  limit: number,
-  page = 1,
-): Promise<SyncKey[] | undefined> {
+export async function listHead<T>(run: PassRun<T>, limit: number, page = 1) {
   try {
     const start = (page - 1) * limit;
     return await keysOf({ ...run, stop: undefined }, { start, limit, page });
