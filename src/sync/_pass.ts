@@ -191,9 +191,11 @@ async function keyOnPage<T>(run: PassRun<T>, past: ShortEnd, sizes: number[]) {
         (ends < at || (n === count && count >= MIN_WINDOW));
       return cut ? null : keys[at - start];
     } catch (error) {
-      // A 404 past page 1 is no item there (Django REST Framework's "Invalid page"; r171c F4: every later run failed).
-      if (page > 1 && error instanceof ApiError && error.status === 404) return;
-      if (!sizeRefusal(error) || sizes.length === 1) throw error;
+      // A 404 past page 1 at every size is no item there (Django REST Framework's "Invalid page"; r171c F4: every run
+      // after the first failed); at one size only, a cap on the page number, as a refused size.
+      const end = page > 1 && error instanceof ApiError && error.status === 404;
+      if (end && sizes.length === 1) return;
+      if (!(end || sizeRefusal(error)) || sizes.length === 1) throw error;
       sizes.shift();
     }
   }
