@@ -465,7 +465,32 @@ const FORMS: Record<string, (value: string, clientId: string) => string> = {
   base64url: (value) =>
     b64(value).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, ""),
   "base64 of id:secret": (value, clientId) => b64(`${clientId}:${value}`),
+  // r172b F2–F5: spellings other servers write.
+  nfd: (value) => value.normalize("NFD"),
+  nfc: (value) => value.normalize("NFC"),
+  "json, non-ASCII as \\u (Python)": (value) => asciiJson(value),
+  "json of the nfd, non-ASCII as \\u": (value) =>
+    asciiJson(value.normalize("NFD")),
+  "json, non-ASCII as \\u and / as \\/ (PHP)": (value) =>
+    asciiJson(value).replaceAll("/", "\\/"),
+  "json, / as \\/": (value) =>
+    JSON.stringify(value).slice(1, -1).replaceAll("/", "\\/"),
+  "every byte percent-encoded": (value) =>
+    hex(value).toUpperCase().replace(/../g, "%$&"),
+  "html decimal references": (value) =>
+    Array.from(value, (c) => `&#${c.codePointAt(0)};`).join(""),
+  "html hex references": (value) =>
+    Array.from(value, (c) => `&#X${c.codePointAt(0)!.toString(16)};`).join(""),
+  "hex bytes apart": (value) => hex(value).replace(/..(?!$)/g, "$&:"),
 };
+
+/** JSON text of `value` with every non-ASCII UTF-16 unit as `\uXXXX` (upper-case hex). */
+function asciiJson(value: string): string {
+  return JSON.stringify(value).slice(1, -1).replace(
+    /[\u0080-\uffff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`,
+  );
+}
 
 Deno.test("every configured credential (client secret, client id, audience) is replaced by its name in server text, in every form", () => {
   // Values never shorter than the redaction minimum, and never part of a name.
@@ -1394,4 +1419,51 @@ Deno.test("quota bucket names quoting the client secret (the token endpoint's qu
       ]);
     }
   }
+});
+
+Deno.test("a token answer refused or malformed that holds an access token all the same (in its error texts, a header, its base64) gets it into no error: message, code, description, response headers (r172b F1: the token was quoted whole)", async () => {
+  const token = "tok_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789";
+  const answers: [number, Record<string, unknown>][] = [
+    [400, { error: "invalid_request", error_description: `issued ${token}` }],
+    [401, { error: token }],
+    [200, { expires_in: -1, token_type: "Bearer" }],
+    [200, { expires_in: 60, token_type: "mac" }],
+  ];
+  for (const [status, body] of answers) {
+    await using server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      () =>
+        Response.json({ access_token: token, ...body }, {
+          status,
+          headers: { "x-issued": token, "x-issued-b64": btoa(token) },
+        }),
+    );
+    const error = await requestToken({
+      tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
+      audience: "https://partner-api.test",
+      clientId: "client",
+      clientSecret: "s3cr3t-of-the-client",
+    }).then(() => undefined, (error: unknown) => error);
+    ok(error instanceof TokenRequestError, `${status} ${JSON.stringify(body)}`);
+    const headers = [...error.response?.headers ?? []].flat().join(" ");
+    assertClean([error, headers], [token, btoa(token)]);
+  }
+});
+
+Deno.test("settingNames given the client secret in place of a name (the value, not the variable's name) shows it in no hint or message (r172b F6)", async () => {
+  const secret = "S3cr3t-Value_0123456789abcdefXYZ";
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () => Response.json({ error: "invalid_client" }, { status: 401 }),
+  );
+  const error = await requestToken({
+    tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
+    audience: "https://partner-api.test",
+    clientId: "client",
+    clientSecret: secret,
+    settingNames: { clientSecret: secret, tokenUrl: `${secret}_URL` },
+  }).then(() => undefined, (error: unknown) => error);
+  ok(error instanceof TokenRequestError);
+  ok(error.hint?.includes("[client_secret]"));
+  assertClean(error, [secret]);
 });

@@ -1,6 +1,13 @@
 // Internal: keeps secrets out of text that reaches messages and properties.
 
-import { base64, base64url, basicPair, formEncode, hex } from "./_encoding.ts";
+import {
+  base64,
+  base64url,
+  basicPair,
+  escapedForms,
+  formEncode,
+  hex,
+} from "./_encoding.ts";
 import { cut, tried } from "./_check.ts";
 
 /** What stands for a secret or token that is left out. */
@@ -151,6 +158,7 @@ function encodings(value: string, clientId?: string): string[] {
       .add(JSON.stringify(variant).slice(1, -1)).add(url)
       .add(formEncode(variant)).add(encodeURIComponent(url));
     for (const html of htmlEscapes(variant)) forms.add(html);
+    for (const escaped of escapedForms(variant)) forms.add(escaped);
     forms.add(base64(variant)).add(base64url(variant)).add(hex(variant));
   }
   if (clientId !== undefined) {
@@ -165,7 +173,9 @@ function encodings(value: string, clientId?: string): string[] {
 /** The value as read, trimmed, and with control characters as spaces. */
 function variants(secret: string): Set<string> {
   const spaced = secret.replace(CONTROLS, " ");
-  return new Set([secret, secret.trim(), spaced, spaced.trim()]);
+  const all = [secret, secret.trim(), spaced, spaced.trim()];
+  // Normalized by a server (NFC or NFD: alike on screen; r172b F2).
+  return new Set(all.flatMap((v) => [v, v.normalize(), v.normalize("NFD")]));
 }
 
 function htmlEscapes(text: string): string[] {

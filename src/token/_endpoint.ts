@@ -2,7 +2,7 @@
 
 import { QUOTA_HEADER } from "../core/quota.ts";
 import { displayUrl, secureUrl } from "../core/_url.ts";
-import { redact, type Secret } from "../core/_redact.ts";
+import { redact, redactable, type Secret } from "../core/_redact.ts";
 import { secretOutOfChecks } from "../core/_option_secrets.ts";
 import {
   checkNumber,
@@ -31,6 +31,7 @@ const SETTINGS = [
   "bodyFormat",
   "clientAuthentication",
 ] as const;
+type Setting = typeof SETTINGS[number];
 
 /** Everything needed to send token requests; it holds the secret, so it never leaves the token modules. */
 export type TokenEndpoint = Readonly<ReturnType<typeof tokenEndpoint>>;
@@ -100,9 +101,24 @@ function endpointOf(
     now: requireClock(options.now, context) ?? Date.now,
     quotaHeader: headerName(options.quotaHeader ?? QUOTA_HEADER, context),
     timeout: timeoutFrom(options.timeout, context),
-    /** What each setting is called where the reader configured it, for hints. */
-    names: settingNamesOf(options.settingNames, SETTINGS, context),
+    /** What each setting is called where the reader configured it, for hints: one given the secret hides it (r172b F6). */
+    names: namesOf(options.settingNames, secret, context),
   };
+}
+
+/**
+ * `settingNames`, one holding `secret` (as {@linkcode redact} finds it) naming it `[client_secret]`; a secret shorter
+ * than 8 characters (`MIN_REDACTED_LENGTH`) only where it is the whole name (not "secret" in `PARTNER_API_CLIENT_SECRET`).
+ */
+function namesOf(settingNames: unknown, secret: string, context: string) {
+  const names = settingNamesOf(settingNames, SETTINGS, context);
+  const hides = (name: string) => redactable(secret) || name.trim() === secret;
+  // Only names given are looked into: redacting costs a cold start several ms.
+  for (const [key, name] of Object.entries(names)) {
+    if (key === name || !hides(name)) continue;
+    names[key as Setting] = redact(name, [{ secret, clientId: "" }]);
+  }
+  return names;
 }
 
 /** The quota header's name, one `Headers` takes: else every token request was sent, then failed reading it. */

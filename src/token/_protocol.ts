@@ -19,6 +19,7 @@ import { readQuotaBuckets } from "../core/_quota_parse.ts";
 import {
   cleanResponse,
   escapeControls,
+  redactable,
   redactedWhole,
   type Secret,
   serverText,
@@ -217,16 +218,18 @@ export function processTokenAnswer(
   text: string,
   sentAt: number,
 ): IssuedToken {
+  const body = jsonObject(text);
+  // An answer refused or malformed may hold a token all the same: its texts and headers hide it (r172b F1).
+  const seen = answering(endpoint, body?.access_token);
   const header = response.headers.get(endpoint.quotaHeader);
-  const quota = serverBuckets(header, endpoint.secrets);
-  if (!response.ok) throw refusal(endpoint, response, text, quota);
+  const quota = serverBuckets(header, seen.secrets);
+  if (!response.ok) throw refusal(seen, response, text, quota);
   const malformed = (problem: string) =>
     failure(
-      endpoint,
+      seen,
       `${CONTEXT}: the answer from ${endpoint.where} ${problem}`,
       { status: response.status, reason: "malformed", response, quota }, // a token paid for (r169b F7)
     );
-  const body = jsonObject(text);
   if (body === undefined) throw malformed("is not JSON");
   const { access_token: accessToken, expires_in, token_type } = body;
   if (!isAccessToken(accessToken)) {
@@ -248,6 +251,13 @@ export function processTokenAnswer(
     expiresAt: sentAt + expiresIn * 1000,
     quota,
   });
+}
+
+/** `endpoint`, with `token` (an answer's `access_token`, if text to hide) among the secrets its texts hide. */
+function answering(endpoint: TokenEndpoint, token: unknown): TokenEndpoint {
+  if (typeof token !== "string" || !redactable(token)) return endpoint;
+  const secrets = { value: [...endpoint.secrets, token] };
+  return Object.create(endpoint, { secrets }); // `where` stays lazy
 }
 
 /** The one builder of {@linkcode QuotaExceededError}: for a 429, and for a block still in force. */
