@@ -2,14 +2,11 @@
 // _window.ts, what they prove handed on in order.
 
 import type { SyncSource } from "./sync_options.ts";
-import { ApiError } from "../core/errors.ts";
 import { listOptions, type SyncConfig } from "./_config.ts";
 import {
-  compareKeys,
   judgeWindow,
   MIN_WINDOW,
   refusedWindow,
-  type ShortEnd,
   type SyncKey,
   type Verdict,
   type WindowPlan,
@@ -17,6 +14,7 @@ import {
 } from "./_window.ts";
 import { followingWindow, nextWindow, windowCap } from "./_window_plan.ts";
 import { SyncError } from "./sync_error.ts";
+import { goesOn, sizeRefusal } from "./_short_end.ts";
 
 /** A window the pass committed: its items and their ids, the state after it, and its verdict's `ended`, `lost`, `reached`. */
 export interface Committed<T>
@@ -72,7 +70,7 @@ export async function runPass<T>(
   let state = start, spent = 0, free = 0, chased = 0, afterShort = false;
   let repeated: Repeats | undefined, width = 1; // one window first: a run with nothing new costs one request
   const flights: Flight<T>[] = [], { path } = run.config.identity;
-  const launcher = windowLauncher(run, timeUp);
+  const launcher = windowLauncher(run, timeUp), reads = unstoppedRead(run);
   const fill = () => {
     // The read that confirms a short page is that window's: it may come past the budget (once), or no run would end.
     const allowed = () => budget + free + (state.short !== undefined ? 1 : 0);
@@ -109,7 +107,7 @@ export async function runPass<T>(
         fill(); // the service works while the sink writes
       }
       const cut = judged.endsBefore !== undefined && // no tick where none is asked
-        await goesOn(run, judged.endsBefore, state, flight.plan.limit);
+        await goesOn(reads, judged.endsBefore, state, flight.plan.limit);
       const window = cut ? { ...judged.window, ended: false } : judged.window;
       if (await commit(window) === false) return { state, ended: false };
       if (window.ended) return { state, ended: true };
@@ -134,71 +132,6 @@ function unspent(
   // Nor a size refused under the cap (learnt again each pass: the same for good), each time.
   const least = judged.kind === "refused" && judged.next.least !== state.least;
   return least ? free + 1 : free;
-}
-
-/**
- * Whether a sweep's short page, ending short of the cycle's known end, was cut: the item past it comes after its last
- * and (ascending) not after the cycle's last item, `upTo`. One after `upTo` came since the cycle began (its last item
- * gone) if the page's last still stands just before it; else deletes before the page moved the read past items of the
- * cycle, and the page is taken as cut. One at or before the page's last is the list shifted by inserts before it since:
- * each read again goes twice as far (a list still shifting after four reads is taken at its word: out of what it needs).
- * Read past maxDuration (`stop` not given; at most 5 reads): stopped, it would begin again each run, the cycle never end.
- */
-async function goesOn<T>(
-  { stop: _, ...run }: PassRun<T>,
-  { at, last, count }: ShortEnd,
-  { domain, accepted, full = 0 }: WindowState,
-  limit: number,
-): Promise<boolean> {
-  const upTo = domain?.upTo ?? null;
-  const sign = run.config.identity.sortDirection === "DESC" ? -1 : 1;
-  // Sizes: one item; where refused (a least page size), one less than `limit`, never `limit` (the short page's own
-  // address answers as it did, a cut or a cache alike); one more only where known honoured (past the largest, cut).
-  const larger = limit < Math.max(accepted, full) ? [limit + 1] : [];
-  const sizes = [...new Set([1, limit - 1, ...larger])].filter((n) => n > 0);
-  const keyAt = (at: number) => keyOnPage(run, { at, last, count }, sizes);
-  for (let step = 1; step <= 8; step *= 2, at += step / 2) {
-    const key = await keyAt(at);
-    if (key === null) return true; // no word on the end: a cut, nothing removed
-    if (key === undefined) return false;
-    if (sign * compareKeys(key, last) <= 0) continue;
-    if (sign < 0 || upTo === null || compareKeys(key, upTo) <= 0) return true;
-    const before = await keyAt(at - 1);
-    return before == null || compareKeys(before, last) !== 0;
-  }
-  return false;
-}
-
-/**
- * The key of the item at `at`, if any, on the page holding it at the first of `sizes` the service takes (one less where
- * that page begins as a short page of 25 or more did, holding its items or cut again; r165a F3); a refused size leaves
- * `sizes`, the last ends the run. `null`, no word: a page ending before the short page's last, or right past it with
- * `count` items (25 or more: no cut holds fewer, so fewer say the list ends there; a service refusing a page of one
- * never ended a cycle whose list kept under 25 items, r162a F1).
- */
-async function keyOnPage<T>(run: PassRun<T>, past: ShortEnd, sizes: number[]) {
-  const { at, count } = past;
-  while (true) {
-    const size = sizes[0]!, begins = Math.floor(at / size) * size;
-    // Under MIN_WINDOW items, the short page's start answering as many is the end (no cut holds fewer): read there.
-    const shift = begins === at - count && count >= MIN_WINDOW;
-    const limit = shift ? Math.max(1, size - 1) : size;
-    const page = Math.floor(at / limit) + 1, start = (page - 1) * limit;
-    try {
-      const keys = await keysOf(run, { start, limit, page });
-      const [n, ends] = [keys.length, start + keys.length];
-      const cut = ends <= at && n > 0 &&
-        (ends < at || (n === count && count >= MIN_WINDOW));
-      return cut ? null : keys[at - start];
-    } catch (error) {
-      // A 404 past page 1 at every size is no item there (Django REST Framework's "Invalid page"; r171c F4: every run
-      // after the first failed); at one size only, a cap on the page number, as a refused size.
-      const end = page > 1 && error instanceof ApiError && error.status === 404;
-      if (end && sizes.length === 1) return;
-      if (!(end || sizeRefusal(error)) || sizes.length === 1) throw error;
-      sizes.shift();
-    }
-  }
 }
 
 /** The keys of the items of the page `plan` (one request). */
@@ -395,6 +328,10 @@ export async function listHead<T>(run: PassRun<T>, limit: number, page = 1) {
   }
 }
 
-/** Whether `error` is what a service answers a page size it refuses. */
-const sizeRefusal = (error: unknown): error is ApiError =>
-  error instanceof ApiError && [400, 403, 413, 422].includes(error.status);
+/** `run`'s reads of one page's keys, past maxDuration too (`stop` not given): stopped, a cycle would never end there. */
+function unstoppedRead<T>({ stop: _, ...run }: PassRun<T>) {
+  return {
+    sign: run.config.identity.sortDirection === "DESC" ? -1 : 1,
+    keysOf: (plan: WindowPlan) => keysOf(run, plan),
+  };
+}

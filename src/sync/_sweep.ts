@@ -27,6 +27,7 @@ import {
 } from "./_cycle_end.ts";
 import { confirmPassed } from "./_confirm.ts";
 import { SyncError } from "./sync_error.ts";
+import { notFound } from "./_short_end.ts";
 import { confirms } from "./_deletes.ts";
 
 /** What a sweep needs of the run. */
@@ -230,7 +231,12 @@ async function showListStart<T>(
       for (const { id } of read) shown.add(id);
       const far = last === undefined ? page >= 2 : read.some(past);
       if (read.length < got || far || page >= START_PAGES) return;
-      const next = await listHead(run, got, page + 1);
+      // A 404 past page 1 ends the list here (Django REST Framework; r172a F2: every run failed): what was read is
+      // kept, and what the cycle found decides the rest.
+      const next = await listHead(run, got, page + 1).catch((error) => {
+        if (notFound(error)) return undefined;
+        throw error;
+      });
       if (next === undefined) return;
       read = next;
     }
