@@ -734,42 +734,49 @@ Deno.test("404s for a few requests (a gateway's, not the list's end) where a cut
   }
 });
 
-Deno.test("a service answering 404 for a page past the list's end, a list of 50 losing its last item run after run (and gaining one), a sweep of 1: the read of the list's start stops at the 404 past its page 1, so no run fails for it and the copy comes equal to the list, in both orders (r172a F2: runs failed at limit=49&page=2)", async () => {
-  for (const sortDirection of ["ASC", "DESC"] as const) {
-    const order = (items: Thing[]) =>
-      sortDirection === "ASC" ? items : items.reverse();
-    let list = order(things(50));
-    const next = things(60).slice(50);
-    const service = listOf(() => list, {
-      maxLimit: 50,
-      status: ({ limit, page }) =>
-        page > 1 && (page - 1) * limit >= list.length ? 404 : undefined,
-    });
-    const sink = memorySink<Thing>();
-    // A day apart: each run's delete is under the guard's share of 24 hours.
-    let clock = Date.UTC(2026, 0, 1);
-    const now = () => clock;
-    const options = {
-      id: "thingID",
-      sink,
-      sortDirection,
-      maxLimit: 50,
-      sweep: 1,
-      now,
-    };
-    for (let run = 0; run < 11; run++) {
-      await syncList(service.client, "things", options);
-      clock += 25 * 3_600_000;
-      if (run >= 8) continue; // quiet runs: the cycle under way ends
-      const kept = [...list].sort((a, b) => a.thingID < b.thingID ? -1 : 1)
-        .slice(0, -1);
-      list = order(run % 2 === 1 ? [...kept, next.shift()!] : kept);
+Deno.test("a service answering 404 for a page past the list's end, a list losing its tail run after run (1 of 50, 7 of 200, 15 of 300; and gaining one), a sweep of 1 or all: no run fails for it (a window, or the read of the list's start, past the end is an empty page) and the copy comes equal to the list, in both orders (r172a F2: runs failed for good at limit=49&page=2, or at windows past the end)", async () => {
+  const shapes: [number, number, number][] = [
+    [50, 1, 1],
+    [200, 7, Infinity],
+    [300, 15, Infinity],
+  ];
+  for (const [length, drop, sweep] of shapes) {
+    for (const sortDirection of ["ASC", "DESC"] as const) {
+      const order = (items: Thing[]) =>
+        sortDirection === "ASC" ? items : items.reverse();
+      let list = order(things(length));
+      const next = things(length + 10).slice(length);
+      const service = listOf(() => list, {
+        maxLimit: 50,
+        status: ({ limit, page }) =>
+          page > 1 && (page - 1) * limit >= list.length ? 404 : undefined,
+      });
+      const sink = memorySink<Thing>();
+      // A day apart: each run's deletes are under the guard's share of 24 hours.
+      let clock = Date.UTC(2026, 0, 1);
+      const now = () => clock;
+      const options = {
+        id: "thingID",
+        sink,
+        sortDirection,
+        maxLimit: 50,
+        sweep,
+        now,
+      };
+      for (let run = 0; run < 11; run++) {
+        await syncList(service.client, "things", options);
+        clock += 25 * 3_600_000;
+        if (run >= 8) continue; // quiet runs: the cycle under way ends
+        const kept = [...list].sort((a, b) => a.thingID < b.thingID ? -1 : 1)
+          .slice(0, -drop);
+        list = order(run % 2 === 1 ? [...kept, next.shift()!] : kept);
+      }
+      deepStrictEqual(
+        [...sink.rows.keys()].sort(),
+        list.map((item) => item.thingID).sort(),
+        `${length} ${drop} ${sortDirection}`,
+      );
     }
-    deepStrictEqual(
-      [...sink.rows.keys()].sort(),
-      list.map((item) => item.thingID).sort(),
-      sortDirection,
-    );
   }
 });
 

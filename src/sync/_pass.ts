@@ -14,7 +14,7 @@ import {
 } from "./_window.ts";
 import { followingWindow, nextWindow, windowCap } from "./_window_plan.ts";
 import { SyncError } from "./sync_error.ts";
-import { goesOn, sizeRefusal } from "./_short_end.ts";
+import { goesOn, notFound, sizeRefusal } from "./_short_end.ts";
 
 /** A window the pass committed: its items and their ids, the state after it, and its verdict's `ended`, `lost`, `reached`. */
 export interface Committed<T>
@@ -283,14 +283,19 @@ function windowLauncher<T>(run: PassRun<T>, timeUp: () => boolean) {
     late ||= past;
     const last = flights.at(-1);
     const plan = last ? followingWindow(last.plan, state) : nextWindow(state);
-    flights.push(launch(confirms ? unstopped : run, plan));
+    flights.push(launch(confirms ? unstopped : run, plan, true));
     return true;
   };
-  return { next, again: (plan: WindowPlan) => launch(unstopped, plan) };
+  return { next, again: (plan: WindowPlan) => launch(unstopped, plan, true) };
 }
 
-/** Requests the window `plan` (counted); aborted by the run's signal, its `stop`, or its own controller. */
-function launch<T>(run: PassRun<T>, plan: WindowPlan) {
+/**
+ * Requests the window `plan` (counted); aborted by the run's signal, its `stop`, or its own controller. A window's 404
+ * past page 1 (`window`) is an empty page, as services answering 404 past their list's end mean it (r172a: runs after a
+ * list lost its tail failed for good): an empty window past page 1 is a gap, read earlier, never an end; a read of one
+ * item past a short page keeps it (no 404 says alone that the list ends there).
+ */
+function launch<T>(run: PassRun<T>, plan: WindowPlan, window = false) {
   const { client, config, stop } = run, controller = new AbortController();
   run.requests.count++;
   const signals = [config.signal, stop, controller.signal];
@@ -304,7 +309,10 @@ function launch<T>(run: PassRun<T>, plan: WindowPlan) {
     });
     for await (const page of pages) return page.items;
     return [];
-  })();
+  })().catch((error) => {
+    if (window && plan.page > 1 && notFound(error)) return [];
+    throw error;
+  });
   items.catch(() => {}); // a window dropped in flight may still reject
   return { plan, controller, items, stop };
 }
