@@ -1,5 +1,7 @@
 // Internal: the encodings a secret travels in, which token requests send and redaction looks for.
 
+import { tried } from "./_check.ts";
+
 export const UTF8 = new TextEncoder();
 
 /** `text` as `application/x-www-form-urlencoded` encodes a value. */
@@ -60,4 +62,56 @@ export function escapedForms(text: string): string[] {
 function code(value: string | number, digits: number): string {
   const n = typeof value === "string" ? value.charCodeAt(0) : value;
   return n.toString(16).padStart(digits, "0");
+}
+
+const HTML_ESCAPES: [RegExp, string[]][] = [
+  [/&/g, ["&amp;"]],
+  [/</g, ["&lt;"]],
+  [/>/g, ["&gt;"]],
+  // Quotes are left alone by some escapers (PHP's ENT_NOQUOTES, or `"` only).
+  [/"/g, ["&quot;", "&#34;", '"']],
+  [/'/g, ["&#39;", "&#x27;", "'"]],
+];
+
+/** `text` with its characters HTML escapers change written each way they write them. */
+export function htmlEscapes(text: string): string[] {
+  let escaped = [text];
+  for (const [pattern, replacements] of HTML_ESCAPES) {
+    if (text.search(pattern) === -1) continue; // search leaves lastIndex as it was
+    escaped = escaped.flatMap((form) =>
+      replacements.map((entity) => form.replace(pattern, entity))
+    );
+  }
+  return escaped;
+}
+
+/**
+ * `text` with the escapes a server may mix into it undone: HTML numeric references, `\u`, `\U`, `\u{…}` and `%u`
+ * escapes, runs of `%` or `\x` bytes (UTF-8, else Latin-1), and JSON's `\/`, `\"` and `\\`, each with its backslash
+ * escaped again too (JSON in JSON).
+ */
+export function unescaped(text: string): string {
+  return text
+    .replace(/&#(x?)([0-9a-f]{1,8});?/gi, (m, x, n) => char(m, n, x ? 16 : 10))
+    .replace(
+      /\\+u\{([\da-fA-F]{1,8})\}|\\+U([\da-fA-F]{8})|(?:\\+|%)u([\da-fA-F]{4})/g,
+      (m, a, b, c) => char(m, a ?? b ?? c, 16),
+    )
+    .replace(/(?:(?:%|\\+x)[0-9a-f]{2})+/gi, (run) => {
+      const bytes = Uint8Array.from(
+        run.match(/[0-9a-f]{2}/gi)!,
+        (h) => parseInt(h, 16),
+      );
+      return tried(() => STRICT.decode(bytes)) ?? String.fromCharCode(...bytes);
+    })
+    .replace(/\\+(["/\\])/g, "$1");
+}
+
+const STRICT = new TextDecoder("utf-8", { fatal: true });
+
+/** The character of code `digits` in `radix`, else `match` as it was. */
+function char(match: string, digits: string, radix: number): string {
+  const n = parseInt(digits, radix);
+  if (n > 0x10ffff) return match;
+  return n > 0xffff ? String.fromCodePoint(n) : String.fromCharCode(n);
 }

@@ -220,7 +220,7 @@ export function processTokenAnswer(
 ): IssuedToken {
   const body = jsonObject(text);
   // An answer refused or malformed may hold a token all the same: its texts and headers hide it (r172b F1).
-  const seen = answering(endpoint, body?.access_token);
+  const seen = answering(endpoint, text);
   const header = response.headers.get(endpoint.quotaHeader);
   const quota = serverBuckets(header, seen.secrets);
   if (!response.ok) throw refusal(seen, response, text, quota);
@@ -253,10 +253,20 @@ export function processTokenAnswer(
   });
 }
 
-/** `endpoint`, with `token` (an answer's `access_token`, if text to hide) among the secrets its texts hide. */
-function answering(endpoint: TokenEndpoint, token: unknown): TokenEndpoint {
-  if (typeof token !== "string" || !redactable(token)) return endpoint;
-  const secrets = { value: [...endpoint.secrets, token] };
+/**
+ * `endpoint`, with the tokens an answer's text holds among the secrets its texts hide: `access_token`, `refresh_token`
+ * and `id_token`, found in the text (an answer cut short too: r172d F3).
+ */
+function answering(endpoint: TokenEndpoint, text: string): TokenEndpoint {
+  // In the answer, or in JSON it quotes (`\"`: an error_description holding one).
+  const found = [text, text.replaceAll('\\"', '"')].flatMap((it) => [
+    ...it.matchAll(/"(?:access|refresh|id)_token"\s*:\s*("(?:[^"\\]|\\.)+")/g),
+  ]);
+  // As JSON writes a string (PHP's `\/` for `/`), read back.
+  const tokens = found.map((match) => tried(() => JSON.parse(match[1]!)))
+    .filter((token) => typeof token === "string" && redactable(token));
+  if (tokens.length === 0) return endpoint;
+  const secrets = { value: [...endpoint.secrets, ...tokens] };
   return Object.create(endpoint, { secrets }); // `where` stays lazy
 }
 
