@@ -5,7 +5,7 @@
 
 import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import type { ApiError } from "../src/core/errors.ts";
+import { ApiError } from "../src/core/errors.ts";
 import type { KeyedCopy } from "../src/sync/_key_text.ts";
 import {
   createJsonlSink,
@@ -2004,5 +2004,38 @@ Deno.test("page 1 answered stale at the window's size removes none of the rows i
     equal(run.deleted, 0, `${descending}`);
     deepStrictEqual(copy!.ids(), list.map((t) => t.thingID).sort());
     copy!.database?.close();
+  }
+});
+
+Deno.test("page 1 answered stale at the window's size (250 left out of 3,000) and one 404 for the end's read of the list's start past page 1: no row that exists is removed, in both orders (r172c F1: the 404 was taken for the list's end, 180 removed)", async () => {
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    const list = sortDirection === "ASC"
+      ? things(3000)
+      : things(3000).reverse();
+    let [stale, asked, outage] = [false, { limit: 0, page: 0 }, 1];
+    const service = listOf(() => list, {
+      maxLimit: 100,
+      before: (at) => void (asked = at),
+      status: ({ limit, page }) =>
+        stale && limit === 99 && page === 2 && outage-- > 0 ? 404 : undefined,
+      answer: (page) =>
+        stale && asked.page === 1 && asked.limit === 100
+          ? [...list.slice(0, 29), ...list.slice(279)].slice(0, 100)
+          : page,
+    });
+    const database = new DatabaseSync(":memory:");
+    const sink = createSqliteSink<Thing>(database, { table: "things" });
+    const live = () =>
+      database.prepare(
+        'SELECT count(*) AS n FROM "things" WHERE deleted_at IS NULL',
+      ).get()!.n;
+    const options = { id: "thingID", sink, sortDirection, maxLimit: 100 };
+    await syncList(service.client, "things", { ...options, sweep: Infinity });
+    stale = true;
+    for (let run = 0; run < 3; run++) {
+      await syncList(service.client, "things", { ...options, sweep: Infinity })
+        .catch((error) => ok(error instanceof ApiError, String(error)));
+      equal(live(), 3000, `${sortDirection} ${run}`);
+    }
   }
 });
