@@ -292,8 +292,8 @@ function windowLauncher<T>(run: PassRun<T>, timeUp: () => boolean) {
 /**
  * Requests the window `plan` (counted); aborted by the run's signal, its `stop`, or its own controller. A window's 404
  * past page 1 (`window`) is an empty page, as services answering 404 past their list's end mean it (r172a: runs after a
- * list lost its tail failed for good): an empty window past page 1 is a gap, read earlier, never an end; a read of one
- * item past a short page keeps it (no 404 says alone that the list ends there).
+ * list lost its tail failed for good): an empty window past page 1 is a gap, read earlier, never an end. The reads of
+ * `keysOf` keep the 404: no 404 alone says where a list ends.
  */
 function launch<T>(run: PassRun<T>, plan: WindowPlan, window = false) {
   const { client, config, stop } = run, controller = new AbortController();
