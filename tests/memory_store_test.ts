@@ -121,6 +121,31 @@ Deno.test("a caller that leaves does not end the flight the other providers wait
   });
 });
 
+// r173b F1: a waiter's own budget (timeout 100: about 60 s) ran out while the holder's request (timeout 120 s) was due
+// for minutes yet; the waiter dropped the holder's flight, and the next caller sent a second token request.
+Deno.test("a waiter whose budget is shorter than the holder's leaves its flight in place: the next caller waits for it (one token request)", async () => {
+  await withFakeTimers(async (timers) => {
+    using api = inProcessFake();
+    api.service.injectTokenFaults({ kind: "delay", ms: 65_000 });
+    const options = {
+      ...api.environment,
+      ...api.credentials,
+      fetch: api.fetch,
+      store: createMemoryTokenStore(),
+      retry: false as const,
+    };
+    const holder = createTokenProvider({ ...options, timeout: 120_000 });
+    const hasty = { ...options, timeout: 100 };
+    const held = holder.getToken();
+    while (api.sent.length === 0) await realTurn();
+    await rejects(drive(timers, createTokenProvider(hasty).getToken()));
+    const next = createTokenProvider(hasty).getToken();
+    const token = await drive(timers, next);
+    equal((await held).accessToken, token.accessToken);
+    equal(api.service.tokenRequests, 1);
+  });
+});
+
 /** Coordination options over a record with a block: `looks` counts the calls of `settled`. */
 function coordinateOptions(
   request: () => Promise<TokenRecord>,
@@ -158,10 +183,11 @@ Deno.test("a request that throws holds nobody: the caller waiting on it sends it
   deepEqual(await store.get("client"), record);
 });
 
-Deno.test("a flight that never ends is dropped by a waiter given up on: the next caller requests", async () => {
+Deno.test("a flight that never ends is dropped by a waiter given up on once its request is overdue: the next caller requests", async () => {
   const store = createMemoryTokenStore();
   await store.set("client", {});
-  store.coordinate!("client", coordinateOptions(() => new Promise(() => {})));
+  const never = coordinateOptions(() => new Promise(() => {}));
+  store.coordinate!("client", { ...never, requestBudget: 0 }); // overdue at once
   const givenUp = new AbortController();
   const stuck = coordinateOptions(() => Promise.reject(new Error("unasked")));
   const waiting = store.coordinate!("client", {

@@ -1,6 +1,7 @@
 import type { TokenRecord, TokenStore } from "./types.ts";
 import { storeOver, type Writes } from "./_record.ts";
 import { raceAbort } from "../core/_deadlines.ts";
+import { steadyClock } from "../core/_clock.ts";
 
 /**
  * Creates a token store in this process's memory: pass one to several providers to share their token.
@@ -20,8 +21,9 @@ import { raceAbort } from "../core/_deadlines.ts";
  */
 export function createMemoryTokenStore(): TokenStore {
   const records = new Map<string, TokenRecord>();
-  /** Per key, the end of the request under way, which the other callers wait for. */
-  const flights = new Map<string, Promise<void>>();
+  /** Per key, the end of the request under way, which the other callers wait for, and when it is overdue. */
+  const flights = new Map<string, { ended: Promise<void>; dueBy: number }>();
+  const clock = steadyClock();
   const put = (key: string, record: TokenRecord) =>
     records.set(key, Object.freeze({ ...record }));
   const update: Writes["update"] = (key, change) => {
@@ -37,7 +39,7 @@ export function createMemoryTokenStore(): TokenStore {
     set,
     update,
     // Through `this`: a store made of this one with its own get, set or update keeps them.
-    async coordinate(key, { settled, request, signal }) {
+    async coordinate(key, { settled, request, signal, requestBudget }) {
       while (true) {
         const before = await this.get(key);
         if (before !== undefined && settled(before)) return before;
@@ -46,34 +48,42 @@ export function createMemoryTokenStore(): TokenStore {
           // None under way: this caller's request is the flight (one that throws stores nothing).
           let end = () => {};
           const ended = new Promise<void>((resolve) => end = resolve);
-          flights.set(key, ended);
+          flights.set(key, { ended, dueBy: clock() + requestBudget });
           try {
-            // Its own get or set beside this update(), which reads and writes neither: stored through them.
-            const wrapped = (this.update ?? update) === update &&
-              (this.get !== get || this.set !== set);
-            const writes: Writes = {
-              set: (at, record) => this.set(at, record),
-              update: async (at, change) => {
-                if (!wrapped) {
-                  return this.update?.(at, change) ?? update(at, change);
-                }
-                const next = change(await this.get(at));
-                if (next !== undefined) await this.set(at, next);
-                return next;
-              },
-            };
+            const writes = writesThrough(this, { get, set, update });
             return await storeOver(writes, key, await request(), before);
           } finally {
-            if (flights.get(key) === ended) flights.delete(key);
+            if (flights.get(key)?.ended === ended) flights.delete(key);
             end();
           }
         }
-        // It ended: look again. A waiter given up on drops it too: it is overdue (work a runtime dropped never ends).
-        await raceAbort(flight, signal).catch((error) => {
-          if (flights.get(key) === flight) flights.delete(key);
+        // It ended: look again. A waiter given up on drops it once its holder's own request is overdue (work a runtime
+        // dropped never ends); before, it leaves it: a holder allowed longer than this waiter may still bring its token.
+        await raceAbort(flight.ended, signal).catch((error) => {
+          const overdue = clock() >= flight.dueBy;
+          if (overdue && flights.get(key) === flight) flights.delete(key);
           throw error;
         });
       }
+    },
+  };
+}
+
+/** How a flight stores its answer through `store`, a store made of the memory store's `own` functions or of some of them. */
+function writesThrough(
+  store: TokenStore,
+  own: Pick<Required<TokenStore>, "get" | "set"> & Writes,
+): Writes {
+  // Its own get or set beside this update(), which reads and writes neither: stored through them.
+  const wrapped = (store.update ?? own.update) === own.update &&
+    (store.get !== own.get || store.set !== own.set);
+  return {
+    set: (at, record) => store.set(at, record),
+    update: async (at, change) => {
+      if (!wrapped) return store.update?.(at, change) ?? own.update(at, change);
+      const next = change(await store.get(at));
+      if (next !== undefined) await store.set(at, next);
+      return next;
     },
   };
 }
