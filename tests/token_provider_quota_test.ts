@@ -219,9 +219,18 @@ Deno.test("createTokenProvider() refuses bad options at once", async () => {
       createTokenProvider({ ...options, onQuota: 1 as unknown as () => void }),
     TypeError,
   );
-  // A store without get and set, or a Deno KV database itself, would never be written: each process pays.
+  // A store without get and set, or a Deno KV database itself, would never be written: each process pays. One whose
+  // coordinate or update is there and no function failed every getToken() with a bare TypeError (r173b F2).
   using kv = await Deno.openKv(":memory:");
-  for (const store of [{}, { get: () => {} }, kv] as unknown[]) {
+  const { get, set } = createMemoryTokenStore();
+  const odd = [{ coordinate: 1 }, { coordinate: "yes" }, { update: 1 }];
+  const stores = [
+    {},
+    { get: () => {} },
+    kv,
+    ...odd.map((o) => ({ get, set, ...o })),
+  ];
+  for (const store of stores as unknown[]) {
     throws(
       () => createTokenProvider({ ...options, store: store as TokenStore }),
       { name: "TypeError", option: "store" },

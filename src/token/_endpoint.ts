@@ -180,14 +180,20 @@ export function providerConfig(options: TokenProviderOptions) {
 
 /** A `store` with `get` and `set`; not a Deno KV database itself (its `get` takes other keys: nothing would be stored). */
 function storeOf(store: TokenStore | undefined) {
-  const { get, set, atomic, listenQueue } = fieldsOf(store) ?? {};
-  const isStore = typeof get === "function" && typeof set === "function";
+  const { get, set, update, coordinate, atomic, listenQueue } =
+    fieldsOf(store) ??
+      {};
+  // update and coordinate are optional, but one that is there and no function failed every getToken() untyped.
+  const isStore = [get, set].every((f) => typeof f === "function") &&
+    [update, coordinate].every((f) =>
+      f === undefined || typeof f === "function"
+    );
   // Deno.Kv's own methods: a store of the user's may well have an `atomic`.
   const isKv = typeof atomic === "function" &&
     typeof listenQueue === "function";
   if (store === undefined || (isStore && !isKv)) return store;
   const rule =
-    "must be a TokenStore, with get and set (a Deno KV database: createKvTokenStore(kv))";
+    "must be a TokenStore, with get and set, and update and coordinate functions if any (a Deno KV database: createKvTokenStore(kv))";
   throw typeError(CONTEXT, "store", rule);
 }
 
