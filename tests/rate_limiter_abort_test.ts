@@ -102,19 +102,27 @@ Deno.test("leaving the line keeps the order of those who stay", async () => {
   equal(order.join(), "1,2,4");
 });
 
-Deno.test("a take whose signal is no AbortSignal is refused (TypeError, option 'signal'), and the callers after it are served: queued, it threw at once and failed every take behind it, in process and on KV", async () => {
+// r173a F3: a priority Fetch does not know ("LOW", "urgent") went ahead as a live one, past the reserve.
+Deno.test("a take whose signal is no AbortSignal, or whose priority Fetch does not know, is refused (TypeError, option 'signal' or 'priority'), and the callers after it are served: queued, it threw at once and failed every take behind it, in process and on KV", async () => {
   await withFakeTimers(async (timers) => {
     using kv = await Deno.openKv(":memory:");
     const limit = { requests: 1, interval: 500, now: () => timers.now };
     const limiters = [createRateLimiter(limit), createKvRateLimiter(kv, limit)];
     for (const limiter of limiters) {
       limiter.answered(await limiter.take()); // full for 500 ms
-      for (const bad of [{}, "signal", 1]) {
+      const bad = [
+        ...[{}, "signal", 1].map((signal) => ({ signal, option: "signal" })),
+        ...["LOW", "urgent", "", 5, null].map((priority) => ({
+          priority,
+          option: "priority",
+        })),
+      ] as { signal?: AbortSignal; priority?: "low"; option: string }[];
+      for (const { signal, priority, option } of bad) {
         let refused: unknown;
-        const taken = Promise.resolve(limiter.take(bad as AbortSignal));
+        const taken = Promise.resolve(limiter.take(signal, priority));
         await taken.catch((error) => refused = error);
         ok(refused instanceof TypeError);
-        equal((refused as TypeError & { option: string }).option, "signal");
+        equal((refused as TypeError & { option: string }).option, option);
       }
       const next = Promise.resolve(limiter.take());
       // Ticked until served: KV's reads are real I/O, which one tick may outrun

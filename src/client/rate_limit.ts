@@ -13,8 +13,8 @@ import {
   PriorityLines,
   recordAnswer,
   recordSend,
-  signalRefusal,
   slotWait,
+  takeRefusal,
   type Window,
 } from "../core/_rate_window.ts";
 import { steadyClock } from "../core/_clock.ts";
@@ -105,7 +105,7 @@ class SlidingWindowLimiter implements RateLimiter {
   }
 
   take(signal?: AbortSignal, priority?: RatePriority) {
-    const refused = signalRefusal(signal);
+    const refused = takeRefusal(signal, priority);
     if (refused !== undefined) return refused;
     if (signal?.aborted) return Promise.reject(signal.reason);
     const line = this.#lines.of(priority);

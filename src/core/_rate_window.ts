@@ -2,6 +2,7 @@
 // linked list makes leaving O(1), and callers sharing a signal share one listener, so N leaving cost O(N) in all.
 
 import { MAX_TIMER_MS, typeError } from "./_check.ts";
+import { checkPriority } from "./_rate_options.ts";
 
 /** A ring of the latest `requests` times each counts from; `Infinity` until answered (it may count till then). */
 export interface Window {
@@ -218,12 +219,24 @@ export function hearsSignal(slot: Promise<number>): boolean {
   return callers.has(slot);
 }
 
-/** A `take`'s refusal of a `signal` that is no AbortSignal (once queued, it failed every caller after it); else none. */
-export function signalRefusal(signal: unknown): Promise<never> | undefined {
+/**
+ * A `take`'s refusal of a `signal` that is no AbortSignal (once queued, it failed every caller after it), or of a
+ * `priority` Fetch does not know ("LOW" went ahead as live, past the reserve: r173a F3); else none.
+ */
+export function takeRefusal(
+  signal: unknown,
+  priority: unknown,
+): Promise<never> | undefined {
+  try {
+    checkPriority(priority, undefined, TAKE);
+  } catch (error) {
+    return Promise.reject(error);
+  }
   if (signal === undefined || signal instanceof AbortSignal) return undefined;
-  const rule = "must be an AbortSignal";
-  return Promise.reject(typeError("Cannot take a slot", "signal", rule));
+  return Promise.reject(typeError(TAKE, "signal", "must be an AbortSignal"));
 }
+
+const TAKE = "Cannot take a slot";
 
 /** workerd (Cloudflare's runtime): each waiting caller needs a timer of its own. */
 const OWN_TIMERS =

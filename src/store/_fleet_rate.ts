@@ -132,7 +132,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   }
 
   take(signal?: AbortSignal, priority?: RatePriority): Promise<number> {
-    const refused = rateWindow.signalRefusal(signal);
+    const refused = rateWindow.takeRefusal(signal, priority);
     if (refused !== undefined) return refused;
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.#disposed) return Promise.reject(disposed());
