@@ -239,7 +239,15 @@ export function processTokenAnswer(
   }
   const expiresIn = lifetime(expires_in);
   if (!(expiresIn >= 1) || expiresIn > MAX_EXPIRES_IN) {
-    throw malformed(`has no expires_in from 1 to ${MAX_EXPIRES_IN} seconds`);
+    // Its value is no secret: 0, "3600s" or none say different things to fix (r173b).
+    const given = expires_in === undefined
+      ? "none"
+      : JSON.stringify(expires_in);
+    throw malformed(
+      `has no expires_in from 1 to ${MAX_EXPIRES_IN} seconds: received ${
+        given.slice(0, 40)
+      }`,
+    );
   }
   if (typeof token_type !== "string" || token_type.toLowerCase() !== "bearer") {
     throw malformed("has a token_type other than Bearer");
