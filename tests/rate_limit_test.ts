@@ -259,6 +259,33 @@ Deno.test("the same crawl without pacing meets the fake's 429s", async () => {
   });
 });
 
+// r173a F1: at 800 against 900, 200 of 2,000 sends met a 429 and 64 calls failed after their retries.
+Deno.test("the same crawl through a limit looser than the service's (90 against 80 per 3 s) completes, meeting few 429s", async () => {
+  await withFakeTimers(async (timers) => {
+    const clock = () => timers.now;
+    const fake = inProcess({ requests: 80, interval: 3000 }, clock);
+    const client = createClient({
+      environment: fake.environment,
+      ...fake.credentials,
+      fetch: fake.fetch,
+      now: clock,
+      rateLimit: { requests: 90, interval: 3000 },
+    });
+    let done = false;
+    const crawl = collect(
+      client.list("transactions", { limit: 50, concurrency: 4 }),
+      { maxItems: 1_000_000 },
+    ).finally(() => done = true);
+    while (!done) await timers.tickAsync(5);
+    equal((await crawl).length, 20_000);
+    const windows = Math.ceil(timers.now / 3000);
+    const refused = fake.statuses.get(429) ?? 0;
+    // About one a window (5 in 5 here), the sends in flight with it aside.
+    ok(refused <= 2 * windows, `${refused} 429s in ${windows} windows`);
+    fake.service.close();
+  });
+});
+
 Deno.test("a 429 from the API makes the limiter wait for room in the window", async () => {
   await withFakeTimers(async (timers) => {
     const limiter = createRateLimiter({
@@ -277,13 +304,15 @@ Deno.test("a 429 from the API makes the limiter wait for room in the window", as
     equal(granted, false, "one slot's share of the window: 250 ms");
     await timers.tickAsync(1);
     await next;
-    for (let i = 0; i < 2; i++) limiter.answered(limiter.take() as number);
+    await timers.tickAsync(5000); // past the cap that refusal set (below)
+    for (let i = 0; i < 4; i++) limiter.answered(limiter.take() as number);
     limiter.refused(); // full now: wait until the oldest send leaves
     granted = false;
-    const later = (limiter.take() as Promise<number>).then(() => {
+    const later = (limiter.take() as Promise<number>).then((ticket) => {
       granted = true;
+      limiter.answered(ticket);
     });
-    await timers.tickAsync(749);
+    await timers.tickAsync(999);
     equal(granted, false);
     await timers.tickAsync(1);
     await later;
@@ -298,6 +327,43 @@ Deno.test("a 429 from the API makes the limiter wait for room in the window", as
     equal(granted, false, "a ring filled long ago is no full window");
     await timers.tickAsync(1);
     await after;
+  });
+});
+
+// r173a F1: a service stricter than the limit (800 against 900) met a 429 a slot until its window cleared: 200 of
+// 2,000 sends refused, 64 calls failed after their retries.
+Deno.test("after a 429 no more sends count at once than did when it came, the refused one aside (at least half the limit); each interval without another gives back half of the rest", async () => {
+  await withFakeTimers(async (timers) => {
+    const limiter = createRateLimiter({
+      requests: 10,
+      interval: 1000,
+      now: () => timers.now,
+    });
+    // How many sends it grants now, each answered at once (the first it would make wait leaves again).
+    const granted = async () => {
+      let count = 0;
+      const leaving = new AbortController();
+      let ticket = limiter.take(leaving.signal);
+      for (; typeof ticket === "number"; count++) {
+        limiter.answered(ticket);
+        ticket = limiter.take(leaving.signal);
+      }
+      ticket.catch(() => {}); // made to wait: it leaves
+      leaving.abort();
+      await timers.tickAsync(0);
+      return count;
+    };
+    for (let i = 0; i < 9; i++) limiter.answered(limiter.take() as number);
+    limiter.refused(); // 9 counting, the refused one among them: held to 8
+    await timers.tickAsync(1000); // each has left; the cap gave back 1 of the 2 it took
+    equal(await granted(), 9);
+    await timers.tickAsync(1000); // and the other
+    equal(await granted(), 10);
+    await timers.tickAsync(1000);
+    limiter.answered(limiter.take() as number);
+    limiter.refused(); // 1 counting: held to half the limit, not to none
+    await timers.tickAsync(1000);
+    equal(await granted(), 8, "half of the 5 it took, given back");
   });
 });
 

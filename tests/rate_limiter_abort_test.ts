@@ -142,7 +142,7 @@ Deno.test("on workerd, each waiting caller's own timer wakes the line where the 
     value: "Cloudflare-Workers",
     configurable: true,
   });
-  const { PriorityLines } = await import("../src/core/_rate_window.ts?workerd")
+  const { PriorityLines } = await import("../src/core/_rate_lines.ts?workerd")
     .finally(() => {
       if (own === undefined) {
         delete (navigator as { userAgent?: string }).userAgent;

@@ -42,7 +42,7 @@ import { followable } from "./_path.ts";
 import { holdsMore, initFault, withBearer, withPairs } from "./_init.ts";
 import type { clientConfig } from "./_config.ts";
 import { checkPriority, type RatePriority } from "../core/_rate_options.ts";
-import { hearsSignal, waited } from "../core/_rate_window.ts";
+import { hearsSignal, waited } from "../core/_rate_lines.ts";
 import {
   type Attempted,
   isReplayable,

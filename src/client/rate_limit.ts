@@ -9,14 +9,14 @@ import {
   rateShare,
 } from "../core/_rate_options.ts";
 import {
+  capAtRefusal,
   emptyWindow,
-  PriorityLines,
   recordAnswer,
   recordSend,
   slotWait,
-  takeRefusal,
   type Window,
 } from "../core/_rate_window.ts";
+import { PriorityLines, takeRefusal } from "../core/_rate_lines.ts";
 import { steadyClock } from "../core/_clock.ts";
 
 export type { RateLimit, RateLimiter };
@@ -147,6 +147,7 @@ class SlidingWindowLimiter implements RateLimiter {
     const leaves = full ? oldest + interval : 0;
     const room = Math.max(now + interval / requests, leaves);
     window.blockedUntil = Math.max(window.blockedUntil, room);
+    capAtRefusal(window, interval, now);
     this.#schedule();
   }
 

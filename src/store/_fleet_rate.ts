@@ -9,6 +9,7 @@ import {
   SERVICE_RATE_LIMIT,
 } from "../core/_rate_options.ts";
 import * as rateWindow from "../core/_rate_window.ts";
+import * as rateLines from "../core/_rate_lines.ts";
 import { emit } from "../core/_emit.ts";
 import { requireFunction, requireOptions } from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
@@ -80,7 +81,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   readonly #config: FleetConfig;
   /** This process's own sends: its pace alone, and what it writes back. */
   readonly #own: rateWindow.Window;
-  readonly #lines = new rateWindow.PriorityLines((waiter, reason, line) => {
+  readonly #lines = new rateLines.PriorityLines((waiter, reason, line) => {
     waiter.reject(reason);
     this.#liveLeft ||= line === this.#lines.live;
     // Once all the callers an abort ends have left (one signal, both lines); a promise job: no fake clock holds it.
@@ -132,7 +133,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   }
 
   take(signal?: AbortSignal, priority?: RatePriority): Promise<number> {
-    const refused = rateWindow.takeRefusal(signal, priority);
+    const refused = rateLines.takeRefusal(signal, priority);
     if (refused !== undefined) return refused;
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.#disposed) return Promise.reject(disposed());
@@ -158,8 +159,12 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   refused(): void {
     const { requests, interval } = this.limit;
-    const until = this.#config.now() + interval / requests;
-    this.#own.blockedUntil = Math.max(this.#own.blockedUntil, until);
+    const now = this.#config.now();
+    this.#own.blockedUntil = Math.max(
+      this.#own.blockedUntil,
+      now + interval / requests,
+    );
+    rateWindow.capAtRefusal(this.#own, interval, now);
     this.#write(this.#shared.refuse());
   }
 
@@ -228,7 +233,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   }
 
   /** Kept to its share (alone, or back from it) until `until`: the wait for a slot, at most till then, and how many are free. */
-  #room(line: rateWindow.WaitQueue, until: number) {
+  #room(line: rateLines.WaitQueue, until: number) {
     const now = this.#config.now();
     if (now >= until) return { wait: 0, free: Infinity };
     const { interval, requests } = this.limit;
