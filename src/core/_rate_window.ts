@@ -41,38 +41,60 @@ export function slotWait(
   now: number,
   share: number = window.times.length,
 ): number {
-  return waitFor(
-    window,
-    interval,
-    now,
-    cappedShare(window, interval, now, share),
-  );
+  return capped(window, interval, now, share).wait;
+}
+
+/** When `cappedShare` of `share` comes to `target`, on the window's clock (its inverse). */
+function capGivesBack(
+  window: Window,
+  interval: number,
+  share: number,
+  target: number,
+): number {
+  const limit = window.times.length, { most, at } = window.cap;
+  // The cap `target` needs, and what it may then still keep back: floor(taken / 2^halvings) ≤ kept.
+  const kept = limit - Math.ceil(target * limit / share);
+  const halvings = Math.log2((limit - most) / (kept + 1));
+  return Math.floor(at + interval * (1 + halvings)) + 1;
+}
+
+/** `share` under the window's cap, and ms until a slot is free for it: a send leaving, or the cap giving one back. */
+function capped(window: Window, interval: number, now: number, share: number) {
+  const most = cappedShare(window, interval, now, share);
+  const sooner = most < share
+    ? capGivesBack(window, interval, share, most + 1)
+    : Infinity;
+  return { most, wait: waitFor(window, interval, now, most, sooner) };
 }
 
 /**
  * The service refused a send for its rate at `now` (a 429): it counts fewer than the limit lets through, others on the
  * address using the rest. No more sends count at once than did when it came, the refused one aside, nor fewer than half
- * the limit (each share lowered in proportion); each interval without another refusal gives back half of what the cap
- * took. A service stricter than the limit met a 429 a slot, and calls failed after their retries, 64 of 2,000 at 800
- * against 900 (r173a F1); now it meets about one a window.
+ * the cap in force (the limit, first): each further 429 may halve it again, down to what the service lets through. Each
+ * share is lowered in proportion; from an interval after the last 429, each interval without another gives back half of
+ * what the cap took, a send at a time. A service stricter than the limit met a 429 a slot, and calls failed after their
+ * retries, 64 of 2,000 at 800 against 900 (r173a F1); at 50 against 900, 200 of 300 (r174a F2).
  */
 export function capAtRefusal(window: Window, interval: number, now: number) {
-  // One under the cap in force: sends in flight together, refused together, each counted in all of them (r173a).
-  const held = capAt(window, interval, now) - 1;
-  const most = Math.min(held, counting(window, interval, now) - 1);
-  // Never under half the limit: a process refused while others on the address fill the window is no judge of their
-  // share (one that had sent 1 would be held to 1 an interval).
-  window.cap = {
-    most: Math.max(most, Math.ceil(window.times.length / 2)),
-    at: now,
-  };
+  const held = capAt(window, interval, now);
+  // One under the cap in force: sends in flight together, refused together, each counted in all of them (r173a). Half
+  // of it at least: a process refused while others on the address fill the window is no judge of their share (one that
+  // had sent 1 would be held to 1 for an interval: a live call on an address many share, as on Deno Deploy, waiting
+  // minutes). So a service far stricter than the limit is met a 429 a halving on the way down (1 call of 300 failed,
+  // refused thrice, at 50 against 900).
+  const most = Math.min(held - 1, counting(window, interval, now) - 1);
+  window.cap = { most: Math.max(most, Math.ceil(held / 2)), at: now };
 }
 
-/** The window's cap at `now`: its limit, less what the last refusal took, halved each interval since. */
+/**
+ * The window's cap at `now`: its limit, less what the last refusal took, halved with each interval from one after it (in
+ * the first, the sends that drew the 429 still fill the window: given back then, 429s came each window, r174a F1), a
+ * send at a time (given back a window's half at once, as many sends went at once, each met a 429, and calls failed).
+ */
 function capAt(window: Window, interval: number, now: number): number {
   const limit = window.times.length, { most, at } = window.cap;
-  const taken = (limit - most) / 2 ** Math.floor((now - at) / interval);
-  return limit - Math.floor(taken);
+  const halvings = Math.max(0, (now - at) / interval - 1);
+  return limit - Math.floor((limit - most) / 2 ** halvings);
 }
 
 /** `share` under the window's cap: lowered in proportion to the whole limit (a fleet member's share is a part of it). */
@@ -96,11 +118,13 @@ function counting(window: Window, interval: number, now: number): number {
   return window.unanswered + answered.length - at;
 }
 
+/** ms until a slot is free for `share`, or at `sooner`, when the share grows (a cap giving a send back). */
 function waitFor(
   window: Window,
   interval: number,
   now: number,
   share: number,
+  sooner: number,
 ): number {
   const { times, head, count } = window;
   // The send a new one replaces must have left the window (an answer awaited: it may count till then), whatever the share;
@@ -108,7 +132,7 @@ function waitFor(
   const replaced = count < times.length ? -Infinity : times[head]! + interval;
   const shared = count < share || share === times.length
     ? -Infinity
-    : latest(window, share) + interval;
+    : Math.min(latest(window, share) + interval, sooner);
   return Math.max(0, replaced - now, shared - now, window.blockedUntil - now);
 }
 
@@ -119,8 +143,7 @@ export function shareRoom(
   now: number,
   share: number,
 ): { wait: number; free: number } {
-  const capped = cappedShare(window, interval, now, share);
-  const wait = waitFor(window, interval, now, capped);
+  const { most, wait } = capped(window, interval, now, share);
   if (wait > 0) return { wait, free: 0 };
   const { times, head, count } = window;
   // A send past the ring's room replaces its oldest, in ticket order: only one that left the window (as slotWait asks).
@@ -129,7 +152,7 @@ export function shareRoom(
     const time = times[(head - count + i + times.length) % times.length]!;
     if (time + interval > now) break;
   }
-  const free = capped - counting(window, interval, now);
+  const free = most - counting(window, interval, now);
   return { wait, free: Math.max(1, Math.min(free, ring)) }; // (1: as slotWait said)
 }
 
