@@ -43,7 +43,12 @@ export function createMemoryTokenStore(): TokenStore {
       while (true) {
         const before = await this.get(key);
         if (before !== undefined && settled(before)) return before;
-        const flight = flights.get(key);
+        let flight = flights.get(key);
+        // Its holder's request overdue (work a runtime dropped never ends): this caller's request is the flight.
+        if (flight !== undefined && clock() >= flight.dueBy) {
+          flights.delete(key);
+          flight = undefined;
+        }
         if (flight === undefined) {
           // None under way: this caller's request is the flight (one that throws stores nothing).
           let end = () => {};
@@ -57,13 +62,9 @@ export function createMemoryTokenStore(): TokenStore {
             end();
           }
         }
-        // It ended: look again. A waiter given up on drops it once its holder's own request is overdue (work a runtime
-        // dropped never ends); before, it leaves it: a holder allowed longer than this waiter may still bring its token.
-        await raceAbort(flight.ended, signal).catch((error) => {
-          const overdue = clock() >= flight.dueBy;
-          if (overdue && flights.get(key) === flight) flights.delete(key);
-          throw error;
-        });
+        // It ended: look again. A waiter given up on leaves it: a holder allowed longer may still bring its token (the
+        // next caller drops it once overdue).
+        await raceAbort(flight.ended, signal);
       }
     },
   };
