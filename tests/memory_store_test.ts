@@ -141,7 +141,7 @@ Deno.test("a waiter whose budget is shorter than the holder's leaves its flight 
     const held = holder.getToken();
     while (api.sent.length === 0) await realTurn();
     // Each caller's look at the store comes before time moves: its key is derived in real time.
-    const joined = async (caller: Promise<unknown>) => {
+    const joined = async <T>(caller: Promise<T>): Promise<T> => {
       const before = looks;
       while (looks === before) await realTurn();
       return await drive(timers, caller);
