@@ -130,3 +130,58 @@ for (
     equal(scriptsRun(sent), 1);
   });
 }
+
+// r174b F3: a client that answers every command "QUEUED" (a pipeline's or MULTI's) had its GET of the lease read as
+// the holder's name: every caller waited out its budget (150 s), then spent a token each.
+Deno.test("Redis: a command function that answers every command QUEUED fails coordinate() at once, a TypeError naming `command`, before any take", async () => {
+  const sent: string[] = [];
+  const store = createRedisTokenStore({
+    command: ([name]) => (sent.push(name!), Promise.resolve("QUEUED")),
+  });
+  let requests = 0;
+  await rejects(
+    store.coordinate!("client", {
+      settled: () => false,
+      request: () => (requests++, Promise.resolve(record)),
+      signal: new AbortController().signal,
+      requestBudget: 60_000,
+    }),
+    { name: "TypeError", option: "command" },
+  );
+  equal(scriptsRun(sent), 0);
+  equal(requests, 0);
+});
+
+// r174b F1, F2: a blocking connection that answers XREAD at once with nothing made the wait for another's lease a loop
+// that never let a timer run: 619,319 commands in 2.5 s, the process frozen up to 150 s.
+Deno.test("Redis: a wait for another process's lease over a blocking connection that does not block polls as without one, and gives the process's timers their turn", async () => {
+  const reads: string[] = [];
+  const held = `${crypto.randomUUID()} another-process`;
+  const store = createRedisTokenStore({
+    command: ([name, key]) => {
+      reads.push(name!);
+      if (name === "GET" && key!.endsWith(":lease")) {
+        return Promise.resolve(held);
+      }
+      return Promise.resolve(name === "EVAL" ? held : null);
+    },
+    blockingCommand: () => (reads.push("XREAD"), Promise.resolve(null)),
+    maxWait: 100,
+    pollInterval: 20,
+  });
+  let ticks = 0;
+  const ticking = setInterval(() => ticks++, 10);
+  try {
+    await store.coordinate!("client", {
+      settled: () => false,
+      request: () => Promise.resolve(record),
+      signal: new AbortController().signal,
+      requestBudget: 0,
+    });
+  } finally {
+    clearInterval(ticking);
+  }
+  ok(ticks >= 2, `${ticks} ticks in the wait`);
+  // Each look: two reads and a take, then a wait; about log2(20) + 100 / 20 of them.
+  ok(reads.filter((name) => name === "XREAD").length <= 20);
+});

@@ -176,12 +176,15 @@ export async function coordinateByLease<Snapshot>(
     if (holder !== undefined && database.waitForRelease !== undefined) {
       // Woken by the holder's step; a dead holder wakes nobody, its lease runs out within leaseDuration.
       const ms = Math.min(left, timing.leaseDuration);
+      const since = now();
       const released = await database.waitForRelease(key, holder, ms, signal);
       if (released !== undefined && settled(released)) return released;
-    } else {
-      await delay(wait, signal);
-      wait = Math.min(wait * 2, pollInterval);
+      // Back at once with nothing (a connection that does not block): a poll's wait, or this loop starved every timer
+      // of the process, 619,319 commands in 2.5 s (r174b F1, F2).
+      if (released !== undefined || now() - since >= wait) continue;
     }
+    await delay(wait, signal);
+    wait = Math.min(wait * 2, pollInterval);
   }
 }
 

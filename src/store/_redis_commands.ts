@@ -122,8 +122,23 @@ export function scriptReply(name: ScriptName, reply: unknown): unknown {
   if (REPLIES[name]?.(reply) ?? true) return reply;
   const rule =
     "must resolve EVAL with the script's reply, or reject it with Redis's 'unknown command' (then plain commands go)";
-  const type = reply === null ? "null" : typeof reply;
-  throw typeError("Redis token store", "command", rule, type);
+  throw typeError("Redis token store", "command", rule, typeOf(reply));
+}
+
+/**
+ * The holder a lease's GET names, if any. Another text fails at once, as `scriptReply`'s: "QUEUED" from a pipeline or
+ * MULTI client was taken for a holder, and every caller waited out its budget (150 s) to spend a token each (r174b F3).
+ */
+export function leaseHolder(reply: unknown): string | undefined {
+  const holder = text(reply);
+  if (holder === undefined || LEASE_VALUE.test(holder)) return holder;
+  const rule = "must resolve GET with the value Redis holds";
+  throw typeError("Redis token store", "command", rule, typeOf(reply));
+}
+
+/** A reply's type, never its text: a reply may hold a token. */
+function typeOf(reply: unknown): string {
+  return reply === null ? "null" : typeof reply;
 }
 
 /** One script's steps in plain commands; KEYS and ARGV as the script's, `send` within the store's time limit. */

@@ -10,6 +10,7 @@ import {
 } from "./_record.ts";
 import type { RedisCommand } from "./redis_command.ts";
 import {
+  leaseHolder,
   leaseValue,
   plainScript,
   type redisOptions,
@@ -109,7 +110,7 @@ export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
     // Two reads, not MGET: the record's is bounded. The take checks the record again.
     const floor = this.#seals.floor(key);
     const value = await this.#read(keys.record);
-    const lease = await this.#textOf(["GET", keys.lease]);
+    const lease = leaseHolder(await this.#textOf(["GET", keys.lease]));
     const record = await this.#decode(key, value, floor);
     return {
       record,

@@ -219,7 +219,8 @@ finding(
     await using redis = await redisBeside();
     await using api = await startFakePartnerApi();
     const keys = await keysOf(api);
-    const holder = "7f1c holder-of-another-process";
+    // A lease's value as a store writes it (a UUID, a space, the holder): any other text fails the store (r174b F3).
+    const holder = `${crypto.randomUUID()} holder-of-another-process`;
     await redis.admin.command(["SET", keys.lease, holder, "PX", "60"]);
     await redis.admin.command([
       "XADD",
@@ -253,7 +254,8 @@ test("blockingCommand: a holder that dies (no stream entry) costs a waiter one X
     leaseDuration: 1000,
     pollInterval: 2000,
   });
-  await redis.admin.command(["SET", keys.lease, "dead holder", "PX", "1000"]);
+  const dead = `${crypto.randomUUID()} dead-holder`;
+  await redis.admin.command(["SET", keys.lease, dead, "PX", "1000"]);
   const before = await redis.commands();
   const token = await waiters.provider(api).getToken();
   const used = await redis.commands() - before - 1;
@@ -272,7 +274,7 @@ test("blockingCommand: a stream key of the wrong type, or a blocking connection 
   for (const failing of ["wrong type", "connection"]) {
     await using api = await startFakePartnerApi();
     const keys = await keysOf(api);
-    const holder = "holder that never writes";
+    const holder = `${crypto.randomUUID()} holder-that-never-writes`;
     await redis.admin.command(["SET", keys.lease, holder, "PX", "40"]);
     if (failing === "wrong type") {
       await redis.admin.command(["SET", `${keys.lease}:${holder}`, "text"]);
