@@ -190,17 +190,23 @@ Deno.test("a request that throws holds nobody: the caller waiting on it sends it
   deepEqual(await store.get("client"), record);
 });
 
-// r174a F4: a caller that came once the holder's request was overdue waited its whole budget (60 s) and failed.
-Deno.test("a flight that never ends is dropped by the next caller once its request is overdue: that caller requests at once", async () => {
-  const store = createMemoryTokenStore();
-  await store.set("client", {});
-  const never = coordinateOptions(() => new Promise(() => {}));
-  store.coordinate!("client", { ...never, requestBudget: 0 }); // overdue at once
-  let asked = 0;
-  const record = { blockedUntil: 1 };
-  const next = coordinateOptions(() => (asked++, Promise.resolve(record)));
-  deepEqual(await store.coordinate!("client", next), record);
-  equal(asked, 1);
+// r174a F4: a caller that came once the holder's request was overdue waited its whole budget (60 s) and failed; r175b:
+// one that came before then did.
+Deno.test("a flight that never ends is dropped once its request is overdue (its budget and 5 s): a caller waiting on it, or one coming after, requests then", async () => {
+  await withFakeTimers(async (timers) => {
+    for (const comes of ["before", "after"]) {
+      const store = createMemoryTokenStore();
+      await store.set("client", {});
+      const never = coordinateOptions(() => new Promise(() => {}));
+      store.coordinate!("client", { ...never, requestBudget: 50 });
+      if (comes === "after") await timers.tickAsync(5_100);
+      let asked = 0;
+      const record = { blockedUntil: 1 };
+      const next = coordinateOptions(() => (asked++, Promise.resolve(record)));
+      deepEqual(await drive(timers, store.coordinate!("client", next)), record);
+      equal(asked, 1, comes);
+    }
+  });
 });
 
 Deno.test("the flight stores its answer over the record as it then stands: a 401's renewal or a block another provider's update() lands between its read and its write stands (it was lost)", async () => {

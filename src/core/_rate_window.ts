@@ -10,8 +10,11 @@ export interface Window {
   sent: number;
   /** No slot before this (after a refusal). */
   blockedUntil: number;
-  /** After a refusal at `at`: the most sends that may count at once, as the service let through (`capAtRefusal`). */
-  cap: { readonly most: number; readonly at: number };
+  /**
+   * After a refusal at `at`: the most sends that may count at once, as the service let through, and the cap before the
+   * first of the refusals that came with it (`capAtRefusal`).
+   */
+  cap: { readonly most: number; readonly at: number; readonly base: number };
   /** The ring's answered times, ascending from `from` (a share's check reads one, not a sort of all). */
   readonly answered: number[];
   from: number;
@@ -27,7 +30,7 @@ export function emptyWindow(requests: number): Window {
     count: 0,
     sent: 0,
     blockedUntil: -Infinity,
-    cap: { most: requests, at: -Infinity },
+    cap: { most: requests, at: -Infinity, base: requests },
     answered: [],
     from: 0,
     unanswered: 0,
@@ -76,14 +79,16 @@ function capped(window: Window, interval: number, now: number, share: number) {
  * retries, 64 of 2,000 at 800 against 900 (r173a F1); at 50 against 900, 200 of 300 (r174a F2).
  */
 export function capAtRefusal(window: Window, interval: number, now: number) {
-  const held = capAt(window, interval, now);
+  const limit = window.times.length, held = capAt(window, interval, now);
   // One under the cap in force: sends in flight together, refused together, each counted in all of them (r173a). Half
   // of it at least: a process refused while others on the address fill the window is no judge of their share (one that
   // had sent 1 would be held to 1 for an interval: a live call on an address many share, as on Deno Deploy, waiting
-  // minutes). So a service far stricter than the limit is met a 429 a halving on the way down (1 call of 300 failed,
-  // refused thrice, at 50 against 900).
+  // minutes). Half of the cap before the first of 429s a slot apart or less: they answer one moment (10 in flight
+  // took 900 to 6, r175b). So a service far stricter than the limit is met a 429 a halving on the way down (1 call of
+  // 300 failed, refused thrice, at 50 against 900).
+  const base = now - window.cap.at < interval / limit ? window.cap.base : held;
   const most = Math.min(held - 1, counting(window, interval, now) - 1);
-  window.cap = { most: Math.max(most, Math.ceil(held / 2)), at: now };
+  window.cap = { most: Math.max(most, Math.ceil(base / 2)), at: now, base };
 }
 
 /**

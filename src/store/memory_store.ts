@@ -1,6 +1,6 @@
 import type { TokenRecord, TokenStore } from "./types.ts";
 import { storeOver, type Writes } from "./_record.ts";
-import { raceAbort } from "../core/_deadlines.ts";
+import { delay, raceAbort } from "../core/_deadlines.ts";
 import { steadyClock } from "../core/_clock.ts";
 
 /**
@@ -22,7 +22,7 @@ import { steadyClock } from "../core/_clock.ts";
 export function createMemoryTokenStore(): TokenStore {
   const records = new Map<string, TokenRecord>();
   /** Per key, the end of the request under way, which the other callers wait for, and when it is overdue. */
-  const flights = new Map<string, { ended: Promise<void>; dueBy: number }>();
+  const flights = new Map<string, Flight>();
   const clock = steadyClock();
   const put = (key: string, record: TokenRecord) =>
     records.set(key, Object.freeze({ ...record }));
@@ -53,7 +53,7 @@ export function createMemoryTokenStore(): TokenStore {
           // None under way: this caller's request is the flight (one that throws stores nothing).
           let end = () => {};
           const ended = new Promise<void>((resolve) => end = resolve);
-          flights.set(key, { ended, dueBy: clock() + requestBudget });
+          flights.set(key, { ended, dueBy: clock() + requestBudget + SLACK });
           try {
             const writes = writesThrough(this, { get, set, update });
             return await storeOver(writes, key, await request(), before);
@@ -62,9 +62,11 @@ export function createMemoryTokenStore(): TokenStore {
             end();
           }
         }
-        // It ended: look again. A waiter given up on leaves it: a holder allowed longer may still bring its token (the
-        // next caller drops it once overdue).
-        await raceAbort(flight.ended, signal);
+        // It ended, or its holder's request is overdue (then this caller's request is the next flight): look again. A
+        // waiter given up on leaves it: a holder allowed longer may still bring its token.
+        if (await overdueBeforeEnd(flight, clock, signal)) {
+          if (flights.get(key) === flight) flights.delete(key);
+        }
       }
     },
   };
@@ -87,4 +89,31 @@ function writesThrough(
       return next;
     },
   };
+}
+
+/** A request under way: its end, and when it is overdue on the store's clock. */
+type Flight = { readonly ended: Promise<void>; readonly dueBy: number };
+
+/** Past a request's budget before it counts as overdue: one that ends at its budget's edge brings its token alone. */
+const SLACK = 5_000;
+
+/**
+ * Whether `flight`'s request came to be overdue before it ended (a waiter that came before then waited out its whole
+ * budget and failed, r175b); `signal` aborting rejects with its reason. The wait's timer is cleared either way.
+ */
+async function overdueBeforeEnd(
+  flight: Flight,
+  clock: () => number,
+  signal: AbortSignal,
+): Promise<boolean> {
+  const done = new AbortController();
+  // Cleared (rejected) once the race is decided: no failure.
+  const due = delay(Math.max(0, flight.dueBy - clock()), done.signal)
+    .then(() => true, () => false);
+  try {
+    const ended = flight.ended.then(() => false);
+    return await raceAbort(Promise.race([ended, due]), signal);
+  } finally {
+    done.abort();
+  }
 }

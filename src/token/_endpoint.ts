@@ -181,13 +181,11 @@ export function providerConfig(options: TokenProviderOptions) {
 /** A `store` with `get` and `set`; not a Deno KV database itself (its `get` takes other keys: nothing would be stored). */
 function storeOf(store: TokenStore | undefined) {
   const { get, set, update, coordinate, atomic, listenQueue } =
-    fieldsOf(store) ??
-      {};
-  // update and coordinate are optional, but one that is there and no function failed every getToken() untyped.
-  const isStore = [get, set].every((f) => typeof f === "function") &&
-    [update, coordinate].every((f) =>
-      f === undefined || typeof f === "function"
-    );
+    fieldsOf(store) ?? {};
+  const is = (f: unknown) => typeof f === "function";
+  // update and coordinate may be left out; one that is there and no function failed every getToken() untyped.
+  const isStore = is(get) && is(set) && [update, coordinate]
+    .every((f) => f === undefined || is(f));
   // Deno.Kv's own methods: a store of the user's may well have an `atomic`.
   const isKv = typeof atomic === "function" &&
     typeof listenQueue === "function";

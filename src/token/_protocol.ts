@@ -239,14 +239,14 @@ export function processTokenAnswer(
   }
   const expiresIn = lifetime(expires_in);
   if (!(expiresIn >= 1) || expiresIn > MAX_EXPIRES_IN) {
-    // Its value is no secret: 0, "3600s" or none say different things to fix (r173b).
-    const given = expires_in === undefined
-      ? "none"
-      : JSON.stringify(expires_in);
+    // A number or what it is, never the server's text (it may be anything): 0, "3600s" and none say different things.
+    const given = typeof expires_in === "number"
+      ? expires_in
+      : expires_in === null
+      ? "null"
+      : typeof expires_in;
     throw malformed(
-      `has no expires_in from 1 to ${MAX_EXPIRES_IN} seconds: received ${
-        given.slice(0, 40)
-      }`,
+      `has no expires_in from 1 to ${MAX_EXPIRES_IN} seconds: received ${given}`,
     );
   }
   if (typeof token_type !== "string" || token_type.toLowerCase() !== "bearer") {
