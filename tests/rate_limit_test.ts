@@ -384,6 +384,34 @@ Deno.test("after a 429 no more sends count at once than did when it came, the re
   });
 });
 
+// r175b: 10 sends in flight refused together each halved the cap: 900 went to 6 for an interval.
+Deno.test("429s that come together (a slot apart or less) lower the cap once, against the cap before the first", async () => {
+  await withFakeTimers(async (timers) => {
+    const limiter = createRateLimiter({
+      requests: 10,
+      interval: 1000,
+      now: () => timers.now,
+    });
+    const tickets = Array.from({ length: 4 }, () => limiter.take() as number);
+    for (const ticket of tickets) {
+      limiter.refused(); // each before its answer, as a client tells it
+      limiter.answered(ticket);
+    }
+    await timers.tickAsync(1000);
+    let granted = 0;
+    const leaving = new AbortController();
+    let ticket = limiter.take(leaving.signal);
+    for (; typeof ticket === "number"; granted++) {
+      limiter.answered(ticket);
+      ticket = limiter.take(leaving.signal);
+    }
+    ticket.catch(() => {}); // made to wait: it leaves
+    leaving.abort();
+    await timers.tickAsync(0);
+    equal(granted, 5, "half the limit, not a tenth");
+  });
+});
+
 /** slotWait as the window's sends say it, by sorting them all: what the limiters' ring must answer, cheaply. */
 function slotWaitBySorting(
   times: readonly number[],
