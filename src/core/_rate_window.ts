@@ -30,11 +30,16 @@ export function emptyWindow(requests: number): Window {
     count: 0,
     sent: 0,
     blockedUntil: -Infinity,
-    cap: { most: requests, at: -Infinity, base: requests },
+    cap: noCap(requests),
     answered: [],
     from: 0,
     unanswered: 0,
   };
+}
+
+/** A window's cap before any refusal: its limit. */
+function noCap(limit: number): Window["cap"] {
+  return { most: limit, at: -Infinity, base: limit };
 }
 
 /** ms from `now` until a slot is free for at most `share` sends a window (`Infinity`: awaiting an answer). */
@@ -110,9 +115,11 @@ function cappedShare(
   share: number,
 ): number {
   const limit = window.times.length;
-  if (window.cap.most === limit) return share; // never refused: the hot path
+  if (window.cap.most === limit) return share; // no cap: the hot path
   const cap = capAt(window, interval, now);
-  return cap === limit ? share : Math.max(1, Math.floor(share * cap / limit));
+  if (cap < limit) return Math.max(1, Math.floor(share * cap / limit));
+  window.cap = noCap(limit); // given back whole: the hot path again
+  return share;
 }
 
 /** Sends that count at `now`: awaiting their answer, or answered within the interval. */
