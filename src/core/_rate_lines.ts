@@ -107,16 +107,20 @@ export function takeRefusal(
   signal: unknown,
   priority: unknown,
 ): Promise<never> | undefined {
-  try {
-    checkPriority(priority, undefined, TAKE);
-  } catch (error) {
-    return Promise.reject(error);
+  if (!KNOWN.has(priority)) {
+    try {
+      checkPriority(priority, undefined, TAKE);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
   if (signal === undefined || signal instanceof AbortSignal) return undefined;
   return Promise.reject(typeError(TAKE, "signal", "must be an AbortSignal"));
 }
 
 const TAKE = "Cannot take a slot";
+/** The priorities a take may name (none: live), checked by one lookup on the hot path. */
+const KNOWN = new Set<unknown>([undefined, "high", "low", "auto"]);
 
 /** workerd (Cloudflare's runtime): each waiting caller needs a timer of its own. */
 const OWN_TIMERS =

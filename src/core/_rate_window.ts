@@ -49,6 +49,10 @@ export function slotWait(
   now: number,
   share: number = window.times.length,
 ): number {
+  // No cap: no answer to build (a take's hot path).
+  if (window.cap.most === window.times.length) {
+    return waitFor(window, interval, now, share, Infinity);
+  }
   return capped(window, interval, now, share).wait;
 }
 
