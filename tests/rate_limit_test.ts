@@ -10,7 +10,10 @@ import {
   throws,
 } from "node:assert/strict";
 import fc from "fast-check";
-import { createRateLimiter } from "../src/client/rate_limit.ts";
+import {
+  createRateLimiter,
+  type RateLimiter,
+} from "../src/client/rate_limit.ts";
 import {
   emptyWindow,
   recordAnswer,
@@ -335,6 +338,24 @@ Deno.test("a 429 from the API makes the limiter wait for room in the window", as
 
 // r173a F1: a service stricter than the limit (800 against 900) met a 429 a slot until its window cleared: 200 of
 // 2,000 sends refused, 64 calls failed after their retries.
+/** How many sends `limiter` grants now, each answered at once (the first it would make wait leaves again). */
+async function grantedNow(
+  limiter: RateLimiter,
+  timers: { tickAsync(ms: number): Promise<number> },
+) {
+  let count = 0;
+  const leaving = new AbortController();
+  let ticket = limiter.take(leaving.signal);
+  for (; typeof ticket === "number"; count++) {
+    limiter.answered(ticket);
+    ticket = limiter.take(leaving.signal);
+  }
+  ticket.catch(() => {}); // made to wait: it leaves
+  leaving.abort();
+  await timers.tickAsync(0);
+  return count;
+}
+
 // r174a F1, F2: the cap given back a window's half at once met as many 429s each window; a service far stricter than
 // the limit (50 against 900) still failed calls.
 Deno.test("after a 429 no more sends count at once than did when it came, the refused one aside, nor fewer than half the cap in force; from an interval on, each interval without another gives back half of the rest", async () => {
@@ -344,20 +365,7 @@ Deno.test("after a 429 no more sends count at once than did when it came, the re
       interval: 1000,
       now: () => timers.now,
     });
-    // How many sends it grants now, each answered at once (the first it would make wait leaves again).
-    const granted = async () => {
-      let count = 0;
-      const leaving = new AbortController();
-      let ticket = limiter.take(leaving.signal);
-      for (; typeof ticket === "number"; count++) {
-        limiter.answered(ticket);
-        ticket = limiter.take(leaving.signal);
-      }
-      ticket.catch(() => {}); // made to wait: it leaves
-      leaving.abort();
-      await timers.tickAsync(0);
-      return count;
-    };
+    const granted = () => grantedNow(limiter, timers);
     const sendAndRefuse = (sends: number) => {
       for (let i = 0; i < sends; i++) {
         limiter.answered(limiter.take() as number);
@@ -398,17 +406,7 @@ Deno.test("429s that come together (a slot apart or less) lower the cap once, ag
       limiter.answered(ticket);
     }
     await timers.tickAsync(1000);
-    let granted = 0;
-    const leaving = new AbortController();
-    let ticket = limiter.take(leaving.signal);
-    for (; typeof ticket === "number"; granted++) {
-      limiter.answered(ticket);
-      ticket = limiter.take(leaving.signal);
-    }
-    ticket.catch(() => {}); // made to wait: it leaves
-    leaving.abort();
-    await timers.tickAsync(0);
-    equal(granted, 5, "half the limit, not a tenth");
+    equal(await grantedNow(limiter, timers), 5, "half the limit, not a tenth");
   });
 });
 

@@ -8,7 +8,7 @@
 
 import { equal, ok, rejects } from "node:assert/strict";
 import { createRedisTokenStore } from "../src/store/redis.ts";
-import type { TokenRecord } from "../src/store/mod.ts";
+import type { TokenRecord, TokenStore } from "../src/store/mod.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
 import { drive, inProcessFake } from "./_fast_setup.ts";
 import { withFakeTimers } from "./_helpers.ts";
@@ -37,6 +37,21 @@ function scriptsRun(sent: readonly string[]) {
 }
 
 const record: TokenRecord = { blockedUntil: 1_900_000_000_000 };
+
+/** Asserts that coordinate() fails, a TypeError naming `command`; returns how many token requests it made. */
+async function refusedRequests(store: TokenStore, requestBudget: number) {
+  let requests = 0;
+  await rejects(
+    store.coordinate!("client", {
+      settled: () => false,
+      request: () => (requests++, Promise.resolve(record)),
+      signal: new AbortController().signal,
+      requestBudget,
+    }),
+    { name: "TypeError", option: "command" },
+  );
+  return requests;
+}
 
 Deno.test("Redis: set() through a command function that answers EVAL with null fails at once, a TypeError naming `command`, after one read and one EVAL", async () => {
   const { data, sent, store } = standIn();
@@ -102,18 +117,8 @@ for (
 ) {
   Deno.test(`Redis: a take answered ${label} fails coordinate() at once, a TypeError naming \`command\`, after one EVAL`, async () => {
     const { sent, store } = standIn(() => reply, racingClock());
-    let requests = 0;
-    await rejects(
-      store.coordinate!("client", {
-        settled: () => false,
-        request: () => (requests++, Promise.resolve(record)),
-        signal: new AbortController().signal,
-        requestBudget: 0,
-      }),
-      { name: "TypeError", option: "command" },
-    );
+    equal(await refusedRequests(store, 0), 0);
     equal(scriptsRun(sent), 1);
-    equal(requests, 0);
   });
 
   Deno.test(`Redis: a provider over a command function that answers EVAL with ${label} pays one token request after one EVAL`, async () => {
@@ -139,18 +144,8 @@ Deno.test("Redis: a command function that answers every command QUEUED fails coo
   const store = createRedisTokenStore({
     command: ([name]) => (sent.push(name!), Promise.resolve("QUEUED")),
   });
-  let requests = 0;
-  await rejects(
-    store.coordinate!("client", {
-      settled: () => false,
-      request: () => (requests++, Promise.resolve(record)),
-      signal: new AbortController().signal,
-      requestBudget: 60_000,
-    }),
-    { name: "TypeError", option: "command" },
-  );
+  equal(await refusedRequests(store, 60_000), 0);
   equal(scriptsRun(sent), 0);
-  equal(requests, 0);
 });
 
 // r174b F1, F2: a blocking connection that answers XREAD at once with nothing made the wait for another's lease a loop
