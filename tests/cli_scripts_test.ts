@@ -276,11 +276,13 @@ Deno.test("CSV cells that would start a formula are prefixed with ' (OWASP), num
   equal(csvField('=HYPERLINK("x")'), `"'=HYPERLINK(""x"")"`);
 });
 
-Deno.test("invisible direction and zero-width characters from the service are escaped in every format, headers and keys too", async () => {
+Deno.test("invisible direction, zero-width, tag and filler characters from the service are escaped in every format, headers and keys too", async () => {
   await using api = await startFakePartnerApi();
   const invisible = [
     ..."\u200e\u200f\u061c\u200b\u200c\u200d\u2060\ufeff",
     ..."\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069",
+    // r176b F2: a soft hyphen, tag characters spelling hidden text, a filler, a variation selector came through raw.
+    ..."\u00ad\u{e0041}\u{e0042}\u3164\u{e0100}",
   ];
   const hidden = invisible.join("");
   await using server = Deno.serve(

@@ -16,19 +16,21 @@ import { cut, tried } from "./_check.ts";
 export const REDACTED = "[redacted]";
 /** The most text from a server that an error carries. */
 const MAX_SERVER_TEXT = 1000;
-/** C0 and C1 controls, DEL, line separators, and invisible characters that reorder or hide text. */
+// Controls and format characters (direction marks, zero-width ones, the soft hyphen, tag characters that spell hidden
+// text: r176b F2), line and paragraph separators, and the blanks that show nothing (Hangul fillers, Mongolian and
+// supplementary variation selectors). Emoji's own selectors (U+FE00 to U+FE0F) stay: they change no text.
 const CONTROLS =
-  // deno-lint-ignore no-control-regex
-  /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]/g;
+  /[\p{Cc}\p{Cf}\u2028\u2029\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\uffa0\u{e0100}-\u{e01ef}]/gu;
 
 // Written raw, service data could move the cursor, retitle the window, write the clipboard (OSC 52), or hide and
 // reorder what a person reads: every control and invisible character is shown escaped.
-/** `text` with every control and invisible character shown as `\uXXXX`. */
+/** `text` with every control and invisible character shown as `\uXXXX` (a pair of them past U+FFFF, as JSON has it). */
 export function escapeControls(text: string): string {
-  return text.replace(
-    CONTROLS,
-    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
+  return text.replace(CONTROLS, (char) =>
+    Array.from(
+      { length: char.length },
+      (_, i) => `\\u${char.charCodeAt(i).toString(16).padStart(4, "0")}`,
+    ).join(""));
 }
 
 /**
