@@ -69,3 +69,14 @@ Deno.test("sync CLI: a mass delete held back on a list whose path holds the run'
   // 14 of 40 rows: the share that confirms them, as the confirming command ends.
   ok(held.stderr.includes(confirmArgs([], 0.35)), held.stderr);
 });
+
+// r176b F3: items keeping their id under another name than --id's failed with exit 1 and no word of --id.
+Deno.test("sync CLI: a list whose items lack --id's field is --id's to fix (exit 2, naming --id)", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 4 } });
+  const target = await freshTarget("cli-sync-missing-id", "copy.db");
+  const args = ["sync", "transactions", "--to", target, "--no-cache"];
+  args.push("--sort-by", "creationDate", "--id", "nope");
+  const result = await run(args, configFor(api));
+  equal(result.code, 2, result.stderr);
+  ok(result.stderr.includes("--id"), result.stderr);
+});

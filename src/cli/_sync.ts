@@ -189,6 +189,12 @@ function explained(
     if (error.reason === "file" && cannotWrite(error.cause)) {
       return usageCannotWrite(error, request);
     }
+    // The list's items keep their id under another name than --id's (r176b F3: exit 1, no word of --id).
+    if (error.reason === "missing-id") {
+      return new UsageError(
+        `${error.message}; give --id the field that holds each item's id`,
+      );
+    }
     if (!["sink-mismatch", "link"].includes(error.reason)) return error;
     // In the tool's words: no flag names a table, and the sink is `partner-api sync`.
     const heads = [`Cannot sync into ${target}: `, "Cannot sync: "];
