@@ -8,6 +8,7 @@ import { configFor, run } from "./_cli_helpers.ts";
 import { loopbackApi } from "./_loopback_api.ts";
 import { csvField } from "../src/cli/_output.ts";
 import { parseEnvFile } from "../src/cli/_env_file.ts";
+import { freshTarget } from "./_sync_fake.ts";
 
 Deno.test("--format csv writes RFC 4180 with one header; --fields picks columns in every format", async () => {
   await using api = await startFakePartnerApi({ items: { organizations: 5 } });
@@ -205,8 +206,8 @@ Deno.test("a failure is printed without the client secret read from --env-file, 
   const credentials = { clientId: "partner-client-9", clientSecret: secret };
   const config = configFor({ environment: api.environment, credentials });
   const file = Object.entries(config).map(([k, v]) => `${k}=${v}`).join("\n");
-  const to = ".test-tmp/cli-env-file-echo.jsonl";
-  await Deno.remove(to).catch(() => {});
+  // Its folder made here: run alone in a fresh clone, no test before it had (r176a F1).
+  const to = await freshTarget("cli-env-file-echo", "copy.jsonl");
   const failed = await run(
     ["sync", "things", "--to", to, "--id", "thingID", "--env-file", ".env"],
     {},
@@ -319,4 +320,16 @@ Deno.test("invisible direction, zero-width, tag and filler characters from the s
     config,
   );
   ok(invisible.every((char) => !csv.stdout.includes(char)), csv.stdout);
+});
+
+// r176a F2: a card asked of the main base got a bare 404, with no word of --pci.
+Deno.test("get of a card without --pci answers 404 with the flag to add; with it, the card", async () => {
+  await using api = await startFakePartnerApi();
+  const config = configFor(api);
+  const path = "cards/ch_000001";
+  const main = await run(["get", path, "--no-cache"], config);
+  equal(main.code, 1, main.stderr);
+  ok(main.stderr.includes("--pci"), main.stderr);
+  const pci = await run(["get", path, "--pci", "--no-cache"], config);
+  equal(pci.code, 0, pci.stderr);
 });

@@ -38,6 +38,9 @@ Deno.test("configFromEnv() names every missing variable at once, with near misse
       equal(option, "PARTNER_API_BASE_URL");
       equal(rule, "is not set");
       ok(error.message.includes("PARTNER_API_BASEURL is set"), error.message);
+      // Offered once, as the variable nearest it (r176a F3: as 3 variables).
+      equal(error.message.split("did you mean").length, 2, error.message);
+      ok(error.message.includes("mean PARTNER_API_BASE_URL?"), error.message);
       return true;
     },
   );

@@ -173,7 +173,13 @@ async function runGet(session: Session, path: string, pci: boolean) {
       ` (the token was refused; a fresh one is asked for after a 401 once an hour at most: check the client's access to the path, or run ${
         programOf(io.helpHint)
       } cache clear after a fake restarted)`;
-    const advice = response.status === 401 ? refused : "";
+    // Card data live on the card-data base (r176a F2: a bare 404, no word of --pci).
+    const card = " (card data are on the card-data base: add --pci)";
+    const advice = response.status === 401
+      ? refused
+      : response.status === 404 && !pci && /^\/?cards\b/.test(path)
+      ? card
+      : "";
     throw new Error(`GET ${where} answered ${response.status}${said}${advice}`);
   }
   if (!io.stdout.isTerminal) return io.stdout.write(text);

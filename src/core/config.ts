@@ -239,11 +239,18 @@ function missingError(missing: string[], read: ReadVariable, env: EnvSource) {
   // Replaced characters for the first two missing only (about 800 reads), and none when nothing is set: a slow source
   // read 5,109 names.
   const replaced = missing.length < Object.keys(CONFIG_VARIABLES).length;
-  const hints = missing.flatMap((variable, i) =>
-    (set === undefined
+  // Each name set, once: for the missing variable nearest it (BASEURL alone was offered as 3 variables, r176a F3).
+  const meant = new Map<string, string[]>();
+  missing.forEach((variable, i) => {
+    const near = set === undefined
       ? typosSet(variable, read, replaced && i < 2)
-      : [nearest(variable, set)].filter((near) => near !== undefined))
-      .map((near) => `${near} is set: did you mean ${variable}?`)
+      : [nearest(variable, set)].filter((near) => near !== undefined);
+    for (const name of near) {
+      meant.set(name, [...meant.get(name) ?? [], variable]);
+    }
+  });
+  const hints = [...meant].map(([near, variables]) =>
+    `${near} is set: did you mean ${nearest(near, variables) ?? variables[0]}?`
   );
   const are = missing.length === 1 ? "is" : "are";
   const also = hints.length > 0 ? ` (${hints.join("; ")})` : "";
