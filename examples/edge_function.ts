@@ -12,7 +12,8 @@
 // client, so a list stops when the client goes away; without the flag
 // Deno 2.9 also aborts it after every answer, and warns each time it is read.
 // Deno Deploy runs the same default export. PARTNER_API_KV_PATH picks a
-// local KV file (or ":memory:"); on Deploy leave it unset.
+// local KV file (or ":memory:"; a file also needs --allow-read and
+// --allow-write on it); on Deploy leave it unset.
 
 import {
   configFromEnv,

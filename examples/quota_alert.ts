@@ -1,4 +1,5 @@
-// Warns when a token quota bucket runs low.
+// Warns when a token quota bucket runs low; silent while every bucket has 3 or
+// more token requests left (a fake started with --per-hour 3 shows a warning).
 //
 //   deno run --env-file=.env --allow-env='PARTNER_API_*' \
 //     --allow-net=<token host> examples/quota_alert.ts
