@@ -333,3 +333,19 @@ Deno.test("get of a card without --pci answers 404 with the flag to add; with it
   const pci = await run(["get", path, "--pci", "--no-cache"], config);
   equal(pci.code, 0, pci.stderr);
 });
+
+// r176a F4: a variable missing from the file --env-file named was hinted "--env-file .env reads a file".
+Deno.test("a variable set neither in --env-file's file nor the environment is said to be missing from both (exit 2)", async () => {
+  await using api = await startFakePartnerApi();
+  const { PARTNER_API_CLIENT_SECRET: _, ...rest } = configFor(api);
+  const file = Object.entries(rest).map(([k, v]) => `${k}=${v}`).join("\n");
+  const result = await run(
+    ["token", "--env-file", "ci.env", "--no-cache"],
+    {},
+    undefined,
+    { readTextFile: () => Promise.resolve(file) },
+  );
+  equal(result.code, 2, result.stderr);
+  ok(result.stderr.includes("PARTNER_API_CLIENT_SECRET"), result.stderr);
+  ok(result.stderr.includes("--env-file ci.env"), result.stderr);
+});

@@ -55,6 +55,7 @@ export function programOf(helpHint: string | undefined): string {
 export function readConfig(
   io: CliIo,
   unread: readonly (string | undefined)[] = [],
+  envFile?: string,
 ): PartnerApiConfig {
   try {
     return configFromEnv((name) => {
@@ -75,10 +76,12 @@ export function readConfig(
     const { missing, option, rule, message } = error as ConfigError;
     // The library's words name what is missing and any typo of a name set.
     const named = message.replace(/^[^:]*: /, "");
+    // Given a file, where it was looked for (r176a F4: the hint offered --env-file to a run that had one).
+    const where = envFile === undefined
+      ? "see .env.example; --env-file .env reads a file"
+      : `in neither --env-file ${envFile} nor the environment`;
     throw new UsageError(
-      missing.length === 0
-        ? `${option} ${rule}`
-        : `${named} (see .env.example; --env-file .env reads a file)`,
+      missing.length === 0 ? `${option} ${rule}` : `${named} (${where})`,
     );
   }
 }

@@ -100,7 +100,7 @@ async function carryOut(
     // `--env-file`: that configuration's tokens alone (the environment wins, as everywhere); how it asks for them aside.
     const config = planned.envFile === undefined
       ? undefined
-      : readConfig(run, [bodyFormat, clientAuthentication]);
+      : readConfig(run, [bodyFormat, clientAuthentication], planned.envFile);
     // The line names the cache folder, which may hold the secret (or the token cached, read before it goes): no
     // session knows them, so they are read as a failure's line reads them, nothing requested.
     const secret = configuredSecret(run);
@@ -116,7 +116,8 @@ async function carryOut(
     planned.tokenBody && bodyFormat,
     planned.clientAuthentication && clientAuthentication,
   ];
-  opened.session = await openSession(run, readConfig(run, flagged), planned);
+  const config = readConfig(run, flagged, planned.envFile);
+  opened.session = await openSession(run, config, planned);
   await execute(opened.session, planned);
   return 0;
 }
