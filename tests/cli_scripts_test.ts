@@ -9,6 +9,7 @@ import { loopbackApi } from "./_loopback_api.ts";
 import { csvField } from "../src/cli/_output.ts";
 import { parseEnvFile } from "../src/cli/_env_file.ts";
 import { freshTarget } from "./_sync_fake.ts";
+import { escapeControls } from "../src/core/_redact.ts";
 
 Deno.test("--format csv writes RFC 4180 with one header; --fields picks columns in every format", async () => {
   await using api = await startFakePartnerApi({ items: { organizations: 5 } });
@@ -275,6 +276,13 @@ Deno.test("CSV cells that would start a formula are prefixed with ' (OWASP), num
   }
   equal(csvField("plain=text"), "plain=text");
   equal(csvField('=HYPERLINK("x")'), `"'=HYPERLINK(""x"")"`);
+});
+
+// r177: the class first taken (every format character) escaped signs Arabic writes (U+0600, the end of ayah) and the
+// selectors fonts draw variants by.
+Deno.test("text people read, in any script, with emoji and their selectors, passes the escaping unchanged", () => {
+  const read = '❤️ مرحبا ؀١٢ ۝ नमस्ते 葛 ᠋ ok, "quoted"';
+  equal(escapeControls(read), read);
 });
 
 Deno.test("invisible direction, zero-width, tag and filler characters from the service are escaped in every format, headers and keys too", async () => {

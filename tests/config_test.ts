@@ -44,6 +44,13 @@ Deno.test("configFromEnv() names every missing variable at once, with near misse
       return true;
     },
   );
+  // r177: one set name nearly as near two variables offers both (PCI_URL lost PCI_BASE_URL when offered once).
+  throws(
+    () => configFromEnv({ PARTNER_API_PCI_URL: "https://x.example/api/" }),
+    (error: Error) =>
+      error.message.includes("PARTNER_API_PCI_BASE_URL?") ||
+      error.message.includes("PARTNER_API_PCI_BASE_URL or"),
+  );
 });
 
 Deno.test("configFromEnv() over a source that cannot list its names reads a few hundred names to find a typo, and about as many with nothing set (with replaced characters it read 5,109 when nothing was set)", () => {

@@ -336,8 +336,6 @@ Deno.test("a 429 from the API makes the limiter wait for room in the window", as
   });
 });
 
-// r173a F1: a service stricter than the limit (800 against 900) met a 429 a slot until its window cleared: 200 of
-// 2,000 sends refused, 64 calls failed after their retries.
 /** How many sends `limiter` grants now, each answered at once (the first it would make wait leaves again). */
 async function grantedNow(
   limiter: RateLimiter,
@@ -356,6 +354,8 @@ async function grantedNow(
   return count;
 }
 
+// r173a F1: a service stricter than the limit (800 against 900) met a 429 a slot until its window cleared: 200 of
+// 2,000 sends refused, 64 calls failed after their retries.
 // r174a F1, F2: the cap given back a window's half at once met as many 429s each window; a service far stricter than
 // the limit (50 against 900) still failed calls.
 Deno.test("after a 429 no more sends count at once than did when it came, the refused one aside, nor fewer than half the cap in force; from an interval on, each interval without another gives back half of the rest", async () => {
@@ -393,20 +393,29 @@ Deno.test("after a 429 no more sends count at once than did when it came, the re
 });
 
 // r175b: 10 sends in flight refused together each halved the cap: 900 went to 6 for an interval.
-Deno.test("429s that come together (a slot apart or less) lower the cap once, against the cap before the first", async () => {
+Deno.test("429s that come together (a slot apart or less from the first) lower the cap once, against the cap before the first; one later halves it again", async () => {
   await withFakeTimers(async (timers) => {
     const limiter = createRateLimiter({
       requests: 10,
       interval: 1000,
       now: () => timers.now,
     });
-    const tickets = Array.from({ length: 4 }, () => limiter.take() as number);
-    for (const ticket of tickets) {
-      limiter.refused(); // each before its answer, as a client tells it
-      limiter.answered(ticket);
-    }
+    const refuseEach = (sends: number) => {
+      const tickets = Array.from({ length: sends }, () => limiter.take());
+      for (const ticket of tickets) {
+        limiter.refused(); // each before its answer, as a client tells it
+        limiter.answered(ticket as number);
+      }
+    };
+    refuseEach(4);
     await timers.tickAsync(1000);
     equal(await grantedNow(limiter, timers), 5, "half the limit, not a tenth");
+    await timers.tickAsync(2000); // given back whole
+    refuseEach(2); // a slot is 100 ms: these two lower it once (to 5)
+    await timers.tickAsync(150);
+    refuseEach(1); // a group of its own: half of 5
+    await timers.tickAsync(1000);
+    equal(await grantedNow(limiter, timers), 3);
   });
 });
 

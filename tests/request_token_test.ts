@@ -130,6 +130,11 @@ Deno.test("requestToken() rejects a bad answer with TokenRequestError", async (t
     ["expires_in zero", body({ ...good, expires_in: 0 }), "malformed"],
     ["expires_in as text", body({ ...good, expires_in: "sixty" }), "malformed"],
     [
+      "expires_in holding text to hide (r177: quoted, it could hold anything)",
+      body({ ...good, expires_in: "stolen=1" }),
+      "malformed",
+    ],
+    [
       "expires_in as a decimal string",
       body({ ...good, expires_in: "60.5" }),
       "malformed",

@@ -177,7 +177,7 @@ async function runGet(session: Session, path: string, pci: boolean) {
     const card = " (card data are on the card-data base: add --pci)";
     const advice = response.status === 401
       ? refused
-      : response.status === 404 && !pci && /^\/?cards\b/.test(path)
+      : response.status === 404 && !pci && /^\/?cards(\/|\?|$)/.test(path)
       ? card
       : "";
     throw new Error(`GET ${where} answered ${response.status}${said}${advice}`);

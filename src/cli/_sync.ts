@@ -189,8 +189,12 @@ function explained(
     if (error.reason === "file" && cannotWrite(error.cause)) {
       return usageCannotWrite(error, request);
     }
-    // The list's items keep their id under another name than --id's (r176b F3: exit 1, no word of --id).
-    if (error.reason === "missing-id") {
+    // The list's items keep their id under another name than --id's (r176b F3: exit 1, no word of --id); an id the
+    // service sent empty or null stays its failure (r177).
+    if (
+      error.reason === "missing-id" &&
+      / received undefined$/.test(error.message)
+    ) {
       return new UsageError(
         `${error.message}; give --id the field that holds each item's id`,
       );

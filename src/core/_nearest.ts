@@ -13,7 +13,8 @@ export function nearest(word: string, known: readonly string[]) {
   return best;
 }
 
-function editDistance(a: string, b: string): number {
+/** Edits (a character inserted, removed or replaced) that make `a` into `b`. */
+export function editDistance(a: string, b: string): number {
   let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i++) {
     const current = [i];

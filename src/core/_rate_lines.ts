@@ -2,7 +2,7 @@
 // callers sharing a signal share one listener, so N leaving cost O(N) in all.
 
 import { MAX_TIMER_MS, typeError } from "./_check.ts";
-import { checkPriority } from "./_rate_options.ts";
+import { checkPriority, PRIORITIES } from "./_rate_options.ts";
 
 /** A caller waiting for a slot, a link of its line: handed its ticket, or rejected when it leaves. */
 interface Waiter {
@@ -120,7 +120,7 @@ export function takeRefusal(
 
 const TAKE = "Cannot take a slot";
 /** The priorities a take may name (none: live), checked by one lookup on the hot path. */
-const KNOWN = new Set<unknown>([undefined, "high", "low", "auto"]);
+const KNOWN = new Set<unknown>([undefined, ...PRIORITIES]);
 
 /** workerd (Cloudflare's runtime): each waiting caller needs a timer of its own. */
 const OWN_TIMERS =

@@ -61,7 +61,7 @@ export function rateShare(
 }
 
 /** The priorities Fetch knows. */
-const PRIORITIES: readonly RatePriority[] = ["high", "low", "auto"];
+export const PRIORITIES: readonly RatePriority[] = ["high", "low", "auto"];
 
 /** The checked `priority` option (Fetch's `RequestInit.priority`), or `fallback`. */
 export function checkPriority<F extends RatePriority | undefined>(

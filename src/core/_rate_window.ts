@@ -14,7 +14,13 @@ export interface Window {
    * After a refusal at `at`: the most sends that may count at once, as the service let through, and the cap before the
    * first of the refusals that came with it (`capAtRefusal`).
    */
-  cap: { readonly most: number; readonly at: number; readonly base: number };
+  cap: {
+    readonly most: number;
+    readonly at: number;
+    readonly base: number;
+    /** The first 429 of the group `base` is for (those a slot apart or less from it). */
+    readonly since: number;
+  };
   /** The ring's answered times, ascending from `from` (a share's check reads one, not a sort of all). */
   readonly answered: number[];
   from: number;
@@ -39,7 +45,7 @@ export function emptyWindow(requests: number): Window {
 
 /** A window's cap before any refusal: its limit. */
 function noCap(limit: number): Window["cap"] {
-  return { most: limit, at: -Infinity, base: limit };
+  return { most: limit, at: -Infinity, base: limit, since: -Infinity };
 }
 
 /** ms from `now` until a slot is free for at most `share` sends a window (`Infinity`: awaiting an answer). */
@@ -95,9 +101,18 @@ export function capAtRefusal(window: Window, interval: number, now: number) {
   // minutes). Half of the cap before the first of 429s a slot apart or less: they answer one moment (10 in flight
   // took 900 to 6, r175b). So a service far stricter than the limit is met a 429 a halving on the way down (1 call of
   // 300 failed, refused thrice, at 50 against 900).
-  const base = now - window.cap.at < interval / limit ? window.cap.base : held;
+  // A slot from the group's first, not its last: 429s coming on less than a slot apart hold no cap at half for ever.
+  const together = now - window.cap.since <= interval / limit;
+  const [base, since] = together
+    ? [window.cap.base, window.cap.since]
+    : [held, now];
   const most = Math.min(held - 1, counting(window, interval, now) - 1);
-  window.cap = { most: Math.max(most, Math.ceil(base / 2)), at: now, base };
+  window.cap = {
+    most: Math.max(most, Math.ceil(base / 2)),
+    at: now,
+    base,
+    since,
+  };
 }
 
 /**

@@ -2,7 +2,7 @@
 
 import { defineEnvironment, type Environment } from "./environment.ts";
 import { type OptionError, requireOptions, tried } from "./_check.ts";
-import { nearest } from "./_nearest.ts";
+import { editDistance, nearest } from "./_nearest.ts";
 import { REDACTED, shownAs } from "./_redact.ts";
 
 /**
@@ -250,12 +250,19 @@ function missingError(missing: string[], read: ReadVariable, env: EnvSource) {
     }
   });
   const hints = [...meant].map(([near, variables]) =>
-    `${near} is set: did you mean ${nearest(near, variables) ?? variables[0]}?`
+    `${near} is set: did you mean ${closest(near, variables).join(" or ")}?`
   );
   const are = missing.length === 1 ? "is" : "are";
   const also = hints.length > 0 ? ` (${hints.join("; ")})` : "";
   const text = `${missing.join(", ")} ${are} not set${also}`;
   return configError(missing[0]!, "is not set", missing, text);
+}
+
+/** Those of `variables` within one edit of the nearest to `name` (PCI_URL: BASE_URL at 4, PCI_BASE_URL at 5). */
+function closest(name: string, variables: readonly string[]): string[] {
+  const distances = variables.map((variable) => editDistance(name, variable));
+  const best = Math.min(...distances);
+  return variables.filter((_, i) => distances[i]! <= best + 1);
 }
 
 /**
