@@ -99,8 +99,8 @@ export function capAtRefusal(window: Window, interval: number, now: number) {
   // of it at least: a process refused while others on the address fill the window is no judge of their share (one that
   // had sent 1 would be held to 1 for an interval: a live call on an address many share, as on Deno Deploy, waiting
   // minutes). Half of the cap before the first of 429s a slot apart or less: they answer one moment (10 in flight
-  // took 900 to 6, r175b). So a service far stricter than the limit is met a 429 a halving on the way down (1 call of
-  // 300 failed, refused thrice, at 50 against 900).
+  // took 900 to 6, r175b). So a service far stricter than the limit is met a 429 a halving on the way down (1 or 2
+  // calls of 300 failed, refused thrice, at 50 against 900).
   // A slot from the group's first, not its last: 429s coming on less than a slot apart hold no cap at half for ever.
   const together = now - window.cap.since <= interval / limit;
   const [base, since] = together
