@@ -109,6 +109,19 @@ export function unescaped(text: string): string {
 
 const STRICT = new TextDecoder("utf-8", { fatal: true });
 
+/**
+ * `text` read as Python's `ascii()` or JSON write it, left to right: `\\` a backslash, `\"` and `\/` themselves, `\xHH`,
+ * `\uHHHH`, `\u{H…}` and `\UHHHHHHHH` their code points. `unescaped` takes a run of backslashes for one (JSON in JSON):
+ * a text's own backslash before an escape went with it (a secret `\𑂚` written `\\\U0001109a` came through).
+ */
+export function strictlyUnescaped(text: string): string {
+  return text.replace(
+    /\\(?:([\\"/])|x([\da-f]{2})|u\{([\da-f]{1,8})\}|U([\da-f]{8})|u([\da-f]{4}))/gi,
+    (m, same, x, braced, long, short) =>
+      same ?? char(m, x ?? braced ?? long ?? short, 16),
+  );
+}
+
 /** The character of code `digits` in `radix`, else `match` as it was. */
 function char(match: string, digits: string, radix: number): string {
   const n = parseInt(digits, radix);

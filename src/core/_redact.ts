@@ -8,6 +8,7 @@ import {
   formEncode,
   hex,
   htmlEscapes,
+  strictlyUnescaped,
   unescaped,
 } from "./_encoding.ts";
 import { cut, tried } from "./_check.ts";
@@ -258,12 +259,18 @@ export function serverText(
 /** `text` redacted ({@linkcode redact}), or dropped whole while it still holds {@linkcode SECRET_RUN} characters of a secret. */
 export function redactedWhole(text: string, secrets: readonly Secret[]) {
   const redacted = redact(text, secrets);
-  // Escapes mixed in (some characters escaped, some not), undone: no list of forms holds every mix (r172d F1).
-  const plain = unescaped(unescaped(redacted));
-  const held = secrets.map((s) => redactorOf(s).secret).some((secret) =>
-    holdsRun(redacted, secret) || holdsRun(plain, secret) ||
-    (redactable(secret) && plain.includes(secret))
-  );
+  // Escapes mixed in (some characters escaped, some not), undone: no list of forms holds every mix (r172d F1). Read
+  // strictly too, and composed as the secret is (NFC): a seed's secret holding a backslash, written NFD, came through.
+  const readings = [unescaped(unescaped(redacted)), strictlyUnescaped(redacted)]
+    .map((reading) => reading.normalize());
+  const held = secrets.map((s) => redactorOf(s).secret).some((secret) => {
+    const composed = secret.normalize();
+    return holdsRun(redacted, secret) ||
+      readings.some((plain) =>
+        holdsRun(plain, composed) ||
+        (redactable(secret) && plain.includes(composed))
+      );
+  });
   return held ? REDACTED : redacted;
 }
 
