@@ -1,6 +1,7 @@
 // Issue 22, bounds: whatever a broken or hostile service sends, a list ends,
 // memory stays bounded and messages stay short. Against loopback servers.
 
+import fc from "fast-check";
 import { equal, ok, rejects } from "node:assert/strict";
 import { ApiError } from "../src/core/errors.ts";
 import { createClient } from "../src/client/mod.ts";
@@ -55,6 +56,43 @@ Deno.test("a server that ignores 'page' ends the list with an Error, without ded
     );
     ok(requests() <= 2 + 5);
   });
+});
+
+Deno.test("a server that ignores 'page' and rotates its answers (2 to 4 pages behind a balancer, served in any order) ends the list with a RepeatedPageError once a page comes again, without dedupeBy (r178b F1: paged for ever)", async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.integer({ min: 2, max: 4 }),
+      fc.array(fc.nat(), { minLength: 12, maxLength: 12 }),
+      fc.integer({ min: 1, max: 4 }),
+      async (rotation, picks, concurrency) => {
+        const answers = Array.from(
+          { length: rotation },
+          (_, a) => Array.from({ length: 10 }, (_, i) => ({ id: a * 10 + i })),
+        );
+        let served = 0;
+        // Each answer once, in order, then any of them: a page comes again by the rotation's end.
+        const answer = () => {
+          const n = served++;
+          return answers[n < rotation ? n : picks[n % 12]! % rotation]!;
+        };
+        await withApi(
+          () => Response.json(answer()),
+          async (client, requests) => {
+            await rejects(
+              collect(
+                client.list("organizations", { limit: 10, concurrency }),
+                ALL,
+              ),
+              (error: Error & { reason?: string }) =>
+                error.reason === "repeated-page",
+            );
+            ok(requests() <= rotation + 1 + concurrency, `${requests()}`);
+          },
+        );
+      },
+    ),
+    { numRuns: 20 },
+  );
 });
 
 Deno.test("a page with more items than 'limit' is an ApiError", async () => {

@@ -180,6 +180,39 @@ Deno.test("paginate() aborts the pages in flight when the caller breaks", () =>
     ok(signals.slice(1).every((signal) => signal.aborted));
   }));
 
+Deno.test("paginate() pages items that are no JSON data to their end: class instances, Maps, symbols, BigInts, cycles (r178b F2: a false repeated-page after 2 pages, or a TypeError naming nothing)", async () => {
+  class Row {
+    readonly #n: number;
+    constructor(n: number) {
+      this.#n = n;
+    }
+    get n() {
+      return this.#n;
+    }
+  }
+  const kinds: Record<string, (n: number) => unknown> = {
+    "class instances": (n) => new Row(n),
+    "Maps": (n) => new Map([["n", n]]),
+    "symbols": (n) => Symbol(String(n)),
+    "BigInts": (n) => BigInt(n),
+    "cycles": (n) => {
+      const item: Record<string, unknown> = { n };
+      item.self = item;
+      return item;
+    },
+  };
+  for (const [kind, make] of Object.entries(kinds)) {
+    const items = Array.from({ length: 10 }, (_, n) => make(n));
+    const fetchPage = ({ page, limit }: PageRequest) =>
+      Promise.resolve(items.slice((page - 1) * limit, page * limit));
+    const got = await collect(paginate(fetchPage, { limit: 2 }), {
+      maxItems: 100,
+    });
+    equal(got.length, 10, kind);
+    deepStrictEqual(got, items, kind);
+  }
+});
+
 Deno.test("paginate() drops repeated items with dedupeBy", async () => {
   // Offset paging while an item is inserted at the head repeats the last item of each page.
   const pages = [[5, 4, 3], [3, 2, 1], [1, 0]];

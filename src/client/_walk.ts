@@ -1,11 +1,8 @@
 // The one place page boundaries live: pages in order, where a list ends, the paginator's options.
 
 import { raceAbort } from "../core/_deadlines.ts";
-import type {
-  PageRequest,
-  PaginateOptions,
-  RepeatedPageError,
-} from "./page_types.ts";
+import type { PageRequest, PaginateOptions } from "./page_types.ts";
+import { pageRepeats, repeatedPage } from "./_repeats.ts";
 import {
   checkAtMost,
   checkNumber,
@@ -47,27 +44,6 @@ function requestPage<T, F>(
   // A page abandoned in flight may still reject; nobody is waiting for it.
   result.catch(() => {});
   return { page, controller, result };
-}
-
-/** The `RepeatedPageError` when a full page repeats the one before, or holds only items seen. */
-function repeatedPage(page: number): RepeatedPageError {
-  return Object.assign(
-    new Error(
-      `${CONTEXT}: page ${page} repeats items seen before; the server seems to ignore 'page' (stopped instead of paging for ever)`,
-    ),
-    { reason: "repeated-page" as const, page },
-  );
-}
-
-/** Whether `items` equals `previous` as JSON; pages that differ cost two comparisons. */
-function sameItems<T>(items: readonly T[], previous: readonly T[] | undefined) {
-  if (previous === undefined || previous.length !== items.length) return false;
-  const same = (at: number) =>
-    items[at] === previous[at] ||
-    JSON.stringify(items[at]) === JSON.stringify(previous[at]);
-  if (!same(0) || !same(items.length - 1)) return false;
-  for (let at = 1; at < items.length - 1; at++) if (!same(at)) return false;
-  return true;
 }
 
 /** What the items read so far of the walk's pages came to. */
@@ -160,7 +136,8 @@ export async function* walkPages<T, F extends Fetched<T>>(
   const seen = new Set<unknown>();
   const pending: ReturnType<typeof requestPage<T, F>>[] = [];
   const tally: Tally = { kept: 0, fresh: 0, last: false };
-  let previous: readonly T[] | undefined;
+  const repeats = pageRepeats();
+  let first = true;
   let nextPage = config.firstPage;
   // With `dedupeBy`, the first page alone: every other is then read after it.
   let inFlight = config.dedupeBy ? 1 : concurrency;
@@ -179,11 +156,10 @@ export async function* walkPages<T, F extends Fetched<T>>(
       if (head === undefined) return;
       const fetched = await raceAbort(head.result, signal);
       const items = itemsOf(fetched, head.page, limit);
-      // (With `dedupeBy`, a page equal to the one before is one of items all seen: judged below.)
-      const same = items.length === limit && sameItems(items, previous);
-      if (same && !config.dedupeBy) throw repeatedPage(head.page);
-      const first = previous === undefined;
-      previous = items;
+      // (With `dedupeBy`, a page seen before is one of items all seen: judged below.)
+      if (!config.dedupeBy && items.length === limit && repeats(items)) {
+        throw repeatedPage(CONTEXT, head.page);
+      }
       const chosen = keep(items, config, seen, tally);
       yield { page: head.page, items: chosen, fetched };
       signal?.throwIfAborted();
@@ -191,7 +167,7 @@ export async function* walkPages<T, F extends Fetched<T>>(
       allSeen = tally.fresh === 0 ? allSeen + 1 : 0;
       // Items all seen: the server ignores `page`; or the list grew by a page or more while pages read again were in
       // flight (read on through as many).
-      if (allSeen > readAgain) throw repeatedPage(head.page);
+      if (allSeen > readAgain) throw repeatedPage(CONTEXT, head.page);
       // Seen moving (`dedupeBy`): the pages in flight are read again, one at a time: one read before the page before
       // it misses an item an insert ahead pushed across their boundary; read in order, it holds it.
       if (config.dedupeBy && tally.fresh < items.length) {
@@ -200,6 +176,7 @@ export async function* walkPages<T, F extends Fetched<T>>(
         inFlight = 1;
         readAgain = Math.max(readAgain, dropped.length);
       } else if (first) inFlight = concurrency; // (the first page cannot show a move)
+      first = false;
     }
   } finally {
     abandon(pending, "the paginator no longer needs this page");
