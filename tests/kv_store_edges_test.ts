@@ -6,7 +6,7 @@ import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
 import { createKvTokenStore } from "../src/store/kv.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
-import { manualClock } from "./_helpers.ts";
+import { type ManualClock, manualClock } from "./_helpers.ts";
 import { fleet, keyOf } from "./_kv_fleet.ts";
 import { checkLostLeaseBlock } from "./_store_race.ts";
 
@@ -109,22 +109,70 @@ Deno.test("a fleet whose clock reads 2031 behaves like one in 2026", async () =>
   const clock = manualClock(Date.UTC(2031, 2, 4, 8));
   await using f = await fleet({ now: clock });
   const key = await keyOf(f.api);
-  // A holder that died a moment ago by the fleet's clock: its lease is over.
+  // A holder that died: its lease, seen unchanged for a lease on the fleet's clock, is over.
   await f.kv.set(["partner-api", "token", key, "lease"], {
     holder: "dead",
     until: clock() - 1,
   });
-  const tokens = await Promise.all(
+  const asked = Promise.all(
     Array.from(
       { length: 4 },
       () => f.process({ now: clock }, clock).getToken(),
     ),
   );
+  const tokens = await whileClockRuns(clock, asked);
   equal(new Set(tokens.map((t) => t.accessToken)).size, 1);
   equal(f.api.tokenRequests, 1);
   ok(tokens[0]!.expiresAt > clock(), "expiry is counted on the same clock");
   const record = await f.kv.get(["partner-api", "token", key, "record"]);
   ok(record.value !== null, "stored, with an expireIn KV accepts");
+});
+
+/** `pending`, while `clock` runs 200 ms every 5 ms of real time (the waiters poll on real timers). */
+async function whileClockRuns<T>(clock: ManualClock, pending: Promise<T>) {
+  let settled = false;
+  pending.finally(() => settled = true).catch(() => {});
+  while (!settled) {
+    await new Promise((tick) => setTimeout(tick, 5));
+    clock.advance(200);
+  }
+  return await pending;
+}
+
+Deno.test("a member whose clock is ahead (20 s, 9 min), or whose own lease is shorter (2 s against 10 s), waits for a live lease: one token request (r178a F1, F2: it took the lease and sent a second)", async () => {
+  const cases: [number, number][] = [[20_000, 10_000], [540_000, 10_000], [
+    0,
+    2_000,
+  ]];
+  for (const [ahead, leaseDuration] of cases) {
+    await using f = await fleet();
+    let release = () => {};
+    const held = new Promise<void>((go) => release = go);
+    let asking = () => {};
+    const asked = new Promise<void>((go) => asking = go);
+    const holder = createTokenProvider({
+      ...f.api.environment,
+      ...f.api.credentials,
+      store: createKvTokenStore(f.kv, { pollInterval: 5 }),
+      retry: false,
+      fetch: async (input, init) => (asking(), await held, fetch(input, init)),
+    });
+    const first = holder.getToken();
+    await asked;
+    const clock = manualClock(Date.now() + ahead);
+    const second = f.process({ now: clock, leaseDuration }, clock).getToken();
+    // The other's clock runs 6 s on (past a lease of 2 s, and past the holder's `until` by its reading), then the
+    // held request is answered.
+    await whileClockRuns(clock, new Promise((go) => setTimeout(go, 150)));
+    release();
+    const [one, two] = await Promise.all([first, second]);
+    equal(
+      f.api.tokenRequests,
+      1,
+      `${ahead} ms ahead, a lease of ${leaseDuration}`,
+    );
+    equal(one.accessToken, two.accessToken);
+  }
 });
 
 Deno.test("createKvTokenStore() outside Deno fails at once with a TypeError", () => {

@@ -140,10 +140,13 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   async take(key: string, [stored, seen]: Entries, signal: AbortSignal) {
     const names = await this.#keysOf(key);
     const { holder, leaseDuration, now } = this.#config;
+    // Its length goes with it: a member whose own lease is shorter waits out this one (r178a F2).
     const write = (check: Deno.AtomicOperation) =>
-      check.set(names.lease, { holder, until: now() + leaseDuration }, {
-        expireIn: leaseDuration,
-      }).commit();
+      check.set(names.lease, {
+        holder,
+        until: now() + leaseDuration,
+        ms: leaseDuration,
+      }, { expireIn: leaseDuration }).commit();
     const taken = await unlocked(
       () => write(this.#kv.atomic().check(stored).check(seen)),
       signal,
@@ -202,13 +205,19 @@ export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
     return [await this.#open(key, entry.value, floor), entry];
   }
 
-  /** Whether a lease (its holder, and until when: KV's own expiry is not prompt) is over: its time is up here, or it was seen unchanged for a whole lease (skew holds nobody). */
+  /**
+   * Whether a lease (its holder, until when, and its length: KV's own expiry is not prompt) is over: seen unchanged
+   * here for a whole lease, its length or this member's, whichever is longer (its holder renews it three times a
+   * lease). Never by its `until` against this member's clock: one 7 s ahead took a live lease and sent a second token
+   * request (r178a F1); a lease a process left when it died is taken a lease after it is first seen.
+   */
   #leaseOver(key: string, lease: unknown): boolean {
-    const { holder, until } = fieldsOf(lease) ?? {};
+    const { holder, until, ms } = fieldsOf(lease) ?? {};
     // A lease of any other shape is not one of ours: taking it replaces it.
-    if (typeof until !== "number" || until <= this.#config.now()) return true;
-    const seen = `${holder} ${until}`;
-    return this.#leaseUnchanged(key, seen) >= this.#config.leaseDuration;
+    if (typeof until !== "number") return true;
+    const own = this.#config.leaseDuration;
+    const length = typeof ms === "number" && ms > own ? ms : own;
+    return this.#leaseUnchanged(key, `${holder} ${until}`) >= length;
   }
 
   /** Anything but a sealed record (0.2's plain one, another program's value) counts as absent. */
