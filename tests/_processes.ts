@@ -60,12 +60,7 @@ export class Command {
   }
 
   #start(options: Deno.CommandOptions): Deno.ChildProcess {
-    // A child collects no coverage of its own (`deno test --coverage` hands its children DENO_COVERAGE_DIR): that cost a
-    // quarter of the process tests' CPU (6 of 22 s for cli_cache_test.ts), and the unit tests cover the same code in
-    // process.
-    const env = { DENO_COVERAGE_DIR: "", ...options.env };
-    const child = new Deno.Command(this.#program, { ...options, env })
-      .spawn();
+    const child = new Deno.Command(this.#program, options).spawn();
     const { pid } = child;
     running.set(pid, {
       pid,
