@@ -310,3 +310,41 @@ Deno.test("a file token store keeps the token still valid when its refresh fails
   equal(next.accessToken, token.accessToken);
   equal(api.tokenRequests, 2, "the failure's cooldown holds, the token serves");
 });
+
+Deno.test("ten processes that find a dead run's lock at once take it over one at a time: one token request a round, 16 rounds (r178a F3: the lock moved aside and put back lost a third process's fresh one; 2 or 3 requested in 1 round of 8 to 12)", async () => {
+  const service = createFakePartnerService();
+  const environment = service.environmentAt(
+    "https://partner.test",
+    "https://pci.test",
+  );
+  const { credentials } = service;
+  const name = `${await clientDigest({ environment, credentials })}.token`;
+  // The token request takes a while, so that the others come while it is held.
+  const fetch = async (input: RequestInfo | URL, init?: RequestInit) => {
+    await new Promise((done) => setTimeout(done, 30));
+    return await service.handle(new Request(input, init));
+  };
+  for (let round = 0; round < 16; round++) {
+    const dir = await folder();
+    const dead = Date.now() - 60_000;
+    await Deno.writeTextFile(
+      `${dir}/${name}.lock`,
+      JSON.stringify({ pid: 1, id: "dead", at: dead }),
+    );
+    await Deno.utime(`${dir}/${name}.lock`, new Date(dead), new Date(dead));
+    const before = service.tokenRequests;
+    await Promise.all(Array.from({ length: 10 }, () =>
+      createTokenProvider({
+        ...environment,
+        ...credentials,
+        fetch,
+        retry: false,
+        store: createFileTokenStore({
+          folder: dir,
+          clientSecret: credentials.clientSecret,
+        }),
+      }).getToken()));
+    equal(service.tokenRequests - before, 1, `round ${round}`);
+    deepStrictEqual([...Deno.readDirSync(dir)].map((e) => e.name), [name]);
+  }
+});

@@ -2,16 +2,16 @@
 // Deno KV: no --unstable-kv and no configuration, for a tool run straight from the registry.
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
-import { delay, keepRefreshed } from "../core/_deadlines.ts";
+import { delay } from "../core/_deadlines.ts";
 import { type LockSighting, staleJudge, steadyClock } from "../core/_clock.ts";
 import {
   requireDeno,
   requireFunction,
   requireOptions,
   requireText,
-  tried,
 } from "../core/_check.ts";
 import { openRecord, published, sealRecord } from "./_record.ts";
+import { holdLock, lockText, stampOf } from "./_file_lock.ts";
 import { aesKeyFrom, hexDigest, perKey, storeKey } from "./_key.ts";
 
 /**
@@ -177,8 +177,6 @@ const MAX_FILE = 64 * 1024;
 const LOCK_POLL = 50;
 /** Slack on top of a token request's budget before a waiting process requests alone, in ms. */
 const LOCK_SLACK = 5_000;
-/** How often a process refreshes the lock it holds (its mtime), in ms. */
-const LOCK_REFRESH = 1_000;
 /** A lock not refreshed for this long is a dead process's, in ms (its PID would need --allow-run). */
 const LOCK_STALE = 5_000;
 
@@ -297,33 +295,49 @@ class EncryptedFileStore implements FileTokenStore {
     } catch (error) {
       if (!(error instanceof Deno.errors.AlreadyExists)) return "unlockable";
     }
-    // A process that died holding the lock must not block every later one: its lock is moved aside (atomic), and put
-    // back unless what moved is stale too (taken over since).
-    const stale = (at: string) => this.#stale(path, at);
-    if (await stale(path)) {
-      const aside = `${path}.${crypto.randomUUID()}.stale`;
-      try {
-        await Deno.rename(path, aside);
-        if (!await stale(aside)) await Deno.link(aside, path).catch(() => {});
-      } catch {
-        // Another process removed it first: nothing to put back.
-      }
-      await Deno.remove(aside).catch(() => {});
-    }
+    if (await this.#stale(path)) await this.#removeStale(path, owner);
     return "held";
   }
 
   /**
-   * Whether the lock now at `at` is a dead process's (see staleJudge), stamped by its content's `at` or its mtime, the
+   * Removes a dead process's lock, so that it blocks no later one (the next look takes the lock), under a guard file
+   * created exclusively and after a look again: two processes never both remove it, and a fresh lock is never moved.
+   * Moved aside and put back, a lock a third process had made meanwhile was lost: 2 or 3 held it (r178a F3).
+   */
+  async #removeStale(path: string, owner: string) {
+    const seen = await lockText(path);
+    const guard = `${path}.takeover`;
+    try {
+      await Deno.writeTextFile(guard, owner, { createNew: true, mode: 0o600 });
+    } catch {
+      // Another process removes it; a guard its process left when it died goes once stale.
+      if (await this.#stale(guard)) {
+        await Deno.remove(guard).catch(() => {});
+      }
+      return;
+    }
+    try {
+      const now = await lockText(path);
+      if (now === seen && await this.#stale(path)) {
+        await Deno.remove(path);
+      }
+    } catch {
+      // Gone already: the next look takes the lock.
+    } finally {
+      await Deno.remove(guard).catch(() => {});
+    }
+  }
+
+  /**
+   * Whether the lock at `path` is a dead process's (see staleJudge), stamped by its content's `at` or its mtime, the
    * later. One read empty is being written: fresh until seen unchanged {@linkcode LOCK_STALE} ms.
    */
-  async #stale(path: string, at: string): Promise<boolean> {
-    const info = await Deno.lstat(at).catch(() => undefined);
+  async #stale(path: string): Promise<boolean> {
+    const info = await Deno.lstat(path).catch(() => undefined);
     if (info === undefined) return false;
     // A lock that is not a small file reads as its stamp alone.
-    const small = info.isFile && info.size <= 1024;
-    const content = small ? await Deno.readTextFile(at).catch(() => "") : "";
-    const stamp = small && content === "" ? Infinity : stampOf(content);
+    const content = await lockText(path, info) ?? "";
+    const stamp = info.isFile && content === "" ? Infinity : stampOf(content);
     const mtime = Math.max(info.mtime?.getTime() ?? 0, stamp);
     return this.#judge(path, { owner: content, refreshedAt: mtime });
   }
@@ -354,37 +368,5 @@ class EncryptedFileStore implements FileTokenStore {
 
   async #path(key: string): Promise<string> {
     return `${this.folder}/${await hexDigest(key, 16)}.token`;
-  }
-}
-
-/** Keeps the lock fresh (mtime) until released; removed on `unload` too, as `Deno.exit` skips `finally`. */
-function holdLock(path: string, owner: string, now: () => number) {
-  const stop = keepRefreshed(LOCK_REFRESH, async () => {
-    const stamp = new Date(now());
-    await Deno.utime(path, stamp, stamp);
-  });
-  const onExit = () => removeOwnedSync(path, owner);
-  globalThis.addEventListener("unload", onExit);
-  return {
-    release() {
-      stop();
-      globalThis.removeEventListener("unload", onExit);
-      removeOwnedSync(path, owner);
-    },
-  };
-}
-
-/** The time (epoch ms, by its maker's `now`) a lock's content says it was made; 0 for one without (0.4.0's). */
-function stampOf(content: string): number {
-  const at = (tried(() => JSON.parse(content)) as { at?: unknown } | null)?.at;
-  return typeof at === "number" && Number.isFinite(at) ? at : 0;
-}
-
-/** Removes the lock at `path` if it is still `owner`'s (not taken over since). */
-function removeOwnedSync(path: string, owner: string): void {
-  try {
-    if (Deno.readTextFileSync(path) === owner) Deno.removeSync(path);
-  } catch {
-    // Gone already, or unreadable: nothing of ours to remove.
   }
 }
