@@ -272,6 +272,25 @@ Deno.test("client.fetch() follows redirects under the base only", async () => {
   ok(Array.isArray((await followed.json()).cardholders));
 });
 
+Deno.test("client.fetch() follows no redirect under the base whose target holds the token or the client secret, however written: the 302 is the answer (r178b F3: followed, both went to the API host and into Deno's own fetch span)", async () => {
+  const { api, client } = await setup();
+  await using _ = api;
+  const { accessToken } = await client.tokenProvider.getToken();
+  const secret = api.credentials.clientSecret;
+  for (
+    const location of [
+      `organizations/${accessToken}`,
+      `organizations?next=${encodeURIComponent(secret)}`,
+      `organizations/${btoa(secret)}`,
+    ]
+  ) {
+    api.injectApiFaults({ kind: "status", status: 302, headers: { location } });
+    const before = api.apiRequests;
+    equal(await statusOf(client.fetch("organizations")), 302, location);
+    equal(api.apiRequests - before, 1, location);
+  }
+});
+
 Deno.test("client.list() pages through every item with one token", async () => {
   const { api, client } = await setup({ items: { transactions: 130 } });
   await using _ = api;

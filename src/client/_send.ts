@@ -328,9 +328,19 @@ function attempted(
       ? retryAfterMs(response.headers, request.now())
       : undefined,
     redirect: status >= 300 && status < 400
-      ? followable(response, target, exchange.base, method)
+      ? secretFree(followable(response, target, exchange.base, method), request)
       : undefined,
   };
+}
+
+/**
+ * A redirect's target, unless it holds the token or the client's credentials (in any form events hide): followed, it
+ * sent them to the API host in its path, and Deno's own fetch span exported them (r178b F3). The 3xx is then the answer.
+ */
+function secretFree(to: URL | undefined, request: ApiRequest<unknown>) {
+  if (to === undefined) return undefined;
+  const shown = to.pathname + to.search;
+  return pathWithoutSecrets(shown, request.secrets) === shown ? to : undefined;
 }
 
 /** Hands the answer back through `finish`, within the attempt's time limit. */
