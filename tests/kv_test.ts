@@ -306,7 +306,12 @@ Deno.test("createKvTokenStore() and createKvRateLimiter() refuse a prefix KV can
     (prefix: unknown) =>
       createKvRateLimiter(kv, { prefix } as KvRateLimiterOptions),
   ];
-  for (const prefix of [5, "app", [{}], [null], [undefined], [Symbol()]]) {
+  // Holes, and a bigint over KV's 255 bytes, too (r178a F5: accepted, then every write failed).
+  const holes = [1, , 2];
+  const wrong = [5, "app", [{}], [null], [undefined], [Symbol()], holes, [
+    10n ** 700n,
+  ], new Array(2)];
+  for (const prefix of wrong) {
     for (const make of create) {
       throws(() => make(prefix), { name: "TypeError", option: "prefix" });
     }
@@ -319,7 +324,14 @@ Deno.test("createKvTokenStore() and createKvRateLimiter() refuse a prefix KV can
     });
     make(["x".repeat(2046 - room)]);
   }
-  const parts = [1, 2n ** 70n, true, new Uint8Array([0, 1]), "é\0"];
+  const parts = [
+    1,
+    2n ** 70n,
+    2n ** 2039n,
+    true,
+    new Uint8Array([0, 1]),
+    "é\0",
+  ];
   const store = createKvTokenStore(
     kv,
     { prefix: parts } as KvTokenStoreOptions,

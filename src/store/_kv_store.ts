@@ -49,7 +49,11 @@ export function kvPrefix(
   if (!Array.isArray(prefix)) {
     throw typeError(context, "prefix", PREFIX_RULE, typeof prefix);
   }
-  const bytes = prefix.reduce((sum, part) => sum + keyPartBytes(part), room);
+  // Every index, holes too (reduce skips them: [1, , 2] passed, and every write failed: r178a F5).
+  const bytes = Array.from(prefix).reduce(
+    (sum: number, part) => sum + keyPartBytes(part),
+    room,
+  );
   if (Number.isNaN(bytes)) throw typeError(context, "prefix", PREFIX_RULE);
   const rule = `must take at most ${2048 - room} bytes as a KV key`;
   if (bytes > 2048) {
@@ -65,7 +69,8 @@ function keyPartBytes(part: unknown): number {
   if (typeof part === "bigint") {
     const digits = (part < 0n ? -part : part).toString(16).replace(/^0$/, "");
     const length = Math.ceil(digits.length / 2);
-    return length + (length > 8 ? 2 : 1);
+    // KV takes a bigint of at most 255 bytes (10n ** 700n failed every write).
+    return length > 255 ? NaN : length + (length > 8 ? 2 : 1);
   }
   const bytes = typeof part === "string" ? UTF8.encode(part) : part;
   if (!(bytes instanceof Uint8Array)) return NaN;
