@@ -403,14 +403,17 @@ Deno.test("client.list() passes extra query parameters", async () => {
     }
   }
   // Another API's `-field` for descending is refused, as syncList refuses it: the service would answer 400.
+  // Spaces before it too (r178b F7: " -creationDate" went out as sortBy=+-creationDate).
   for (const walk of [client.list, client.pages]) {
-    const sortBy = "-creationDate";
-    throws(() => walk("transactions", { sortBy }), { option: "sortBy" });
+    for (const sortBy of ["-creationDate", " -creationDate", "\t-x"]) {
+      throws(() => walk("transactions", { sortBy }), { option: "sortBy" });
+    }
   }
   // Held in the path (kept when no option gives one), checked alike.
   for (
     const path of [
       "transactions?sortBy=-amount",
+      "transactions?sortBy=%20-amount",
       "transactions?sortDirection=desc",
     ]
   ) {

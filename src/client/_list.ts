@@ -80,7 +80,7 @@ function checkListPath(url: URL, base: URL): void {
   const [by, direction] = [query.get("sortBy"), query.get("sortDirection")];
   const held = ["limit", "page"].find((name) => query.has(name));
   const shown = JSON.stringify(`${query}`.slice(0, 80));
-  const field = by && cut(by.slice(1).trim(), 80); // a field of a million characters made a message of a million
+  const field = by && cut(by.trimStart().slice(1).trim(), 80); // a field of a million characters made a message of a million
   const hint = field
     ? `: give the options sortBy: "${field}", sortDirection: "DESC"`
     : "";
@@ -90,7 +90,7 @@ function checkListPath(url: URL, base: URL): void {
     ? ["must hold no fragment", `"${url.hash}"`]
     : held !== undefined
     ? [`must not hold '${held}': give it as the option '${held}'`]
-    : by !== null && (by.trim() === "" || by.startsWith("-"))
+    : by !== null && (by.trim() === "" || by.trimStart().startsWith("-"))
     ? [`must hold a field name as its sortBy${hint}`, shown]
     : direction !== null && direction !== "ASC" && direction !== "DESC"
     ? ["must hold sortDirection ASC or DESC", shown]

@@ -166,8 +166,9 @@ export function requireClock(
 /** A `sortBy` option: a field name; `-field` (another API's way to say descending) refused with what to write instead. */
 export function requireSortField(given: unknown, context: string): string {
   const sortBy = requireText(given, context, "sortBy");
-  if (!sortBy.startsWith("-")) return sortBy;
-  const field = JSON.stringify(sortBy.slice(1));
+  // Spaces first too: " -date" went out as sortBy=+-date (r178b F7).
+  if (!sortBy.trimStart().startsWith("-")) return sortBy;
+  const field = JSON.stringify(sortBy.trimStart().slice(1).trim());
   const rule =
     `must be a field name: write sortBy: ${field}, sortDirection: "DESC"`;
   throw typeError(context, "sortBy", rule, quoted(sortBy));
