@@ -74,15 +74,23 @@ Deno.test("the fake's time options are bounded like every time option: 2,147,483
         "apiRateLimit.interval",
       ],
       [{ faults: [{ kind: "delay", ms: MAX + 1 }] }, "faults[0].ms"],
+      // A ring of 2 ** 40 slots failed to allocate, naming no option (r178b F6).
+      [
+        { apiRateLimit: { requests: 2 ** 40, interval: 1000 } },
+        "apiRateLimit.requests",
+      ],
     ] as const
   ) {
     refuses(() => createFakePartnerService(options), RangeError, option);
   }
-  refuses(
-    () => createFakePartnerService({ now: 5 as unknown as () => number }),
-    TypeError,
-    "now",
-  );
+  // A clock that reads NaN or no number failed later, in the data's dates, naming no option (r178b F5).
+  for (const now of [5, () => NaN, () => "now", () => undefined]) {
+    refuses(
+      () => createFakePartnerService({ now: now as unknown as () => number }),
+      TypeError,
+      "now",
+    );
+  }
   const fake = createFakePartnerService({
     latency: MAX,
     apiRateLimit: { requests: 1, interval: MAX },

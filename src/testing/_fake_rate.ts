@@ -1,7 +1,7 @@
 // The fake's rate limit on API requests, as the service's: 429 past `requests` per `interval` ms.
 // Its window arithmetic is its own, not the client's limiter's: a bug in one cannot hide the other.
 
-import { checkNumber, requireOptions } from "../core/_check.ts";
+import { checkAtMost, checkNumber, requireOptions } from "../core/_check.ts";
 import { RATE_RULES } from "../core/_rate_options.ts";
 import { json } from "./_fake_http.ts";
 import type { FakeRateLimit } from "./fake_options.ts";
@@ -19,7 +19,13 @@ export function rateGate(
     const rule = RATE_RULES[field];
     return checkNumber(limit[field], undefined, rule, context, option);
   };
-  const requests = check("requests");
+  // At most the client limiter's own bound: a ring of 2 ** 40 slots failed to allocate, naming no option (r178b F6).
+  const requests = checkAtMost(
+    check("requests"),
+    1_000_000,
+    context,
+    "apiRateLimit.requests",
+  );
   const interval = check("interval");
   // The last `requests` arrivals, a ring: the slot at `next` holds the oldest (-Infinity: none yet).
   const arrivals = new Float64Array(requests).fill(-Infinity);

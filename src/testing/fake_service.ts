@@ -7,7 +7,7 @@ import {
   checkNumber,
   type NumberRule,
   oneOf,
-  requireFunction,
+  requireClock,
   requireOptions,
   requireText,
   typeError,
@@ -270,7 +270,7 @@ async function answerApi(
 /** What the service's handlers share: its parts, from its checked options. */
 function serviceState(options: FakePartnerServiceOptions) {
   requireOptions(options, CONTEXT);
-  const now = requireFunction(options.now, CONTEXT, "now") ?? Date.now;
+  const now = requireClock(options.now, CONTEXT) ?? Date.now;
   const credentials = credentialsOf(options.credentials);
   const quota = part(options.quota, "quota");
   const endpoint = fakeTokenEndpoint({
