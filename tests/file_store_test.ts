@@ -120,6 +120,24 @@ Deno.test("a file token store ignores a path that is not a small regular file, w
   equal(notices.length, 1);
 });
 
+Deno.test("a damaged token file is said in a notice naming it, and costs one token request, once: the next process reads the file it rewrote (r178a F6: a flipped bit cost a token, unsaid)", async () => {
+  await using api = await startFakePartnerApi();
+  const dir = await folder();
+  await storeIn(api, dir).provider.getToken();
+  const [file] = [...Deno.readDirSync(dir)].map((entry) => entry.name);
+  const bytes = await Deno.readFile(`${dir}/${file}`);
+  bytes[bytes.length - 1]! ^= 1;
+  await Deno.writeFile(`${dir}/${file}`, bytes);
+  const { notices, provider } = storeIn(api, dir);
+  await provider.getToken();
+  equal(api.tokenRequests, 2);
+  equal(notices.length, 1);
+  ok(notices[0]!.includes(file!), notices[0]);
+  const next = storeIn(api, dir);
+  await next.provider.getToken();
+  deepStrictEqual([api.tokenRequests, next.notices], [2, []]);
+});
+
 Deno.test("a file token store that cannot write says so and still serves", async () => {
   await using api = await startFakePartnerApi();
   const dir = `${await folder()}/not-a-folder`;

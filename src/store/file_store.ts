@@ -187,6 +187,8 @@ class EncryptedFileStore implements FileTokenStore {
   /** The file's key, derived from the secret under the CLI's name for it (older files still open). */
   readonly #key: (key: string) => Promise<CryptoKey>;
   readonly #judge: (path: string, lock: LockSighting) => boolean;
+  /** The files found damaged, each said once. */
+  readonly #damaged = new Set<string>();
 
   constructor(options: Required<FileTokenStoreOptions>) {
     this.folder = options.folder;
@@ -198,12 +200,22 @@ class EncryptedFileStore implements FileTokenStore {
   }
 
   async get(key: string): Promise<TokenRecord | undefined> {
-    const sealed = await this.#read(await this.#path(key));
+    const path = await this.#path(key);
+    const sealed = await this.#read(path);
     if (sealed === undefined) return undefined;
-    return await openRecord(await this.#key(key), key, {
+    const record = await openRecord(await this.#key(key), key, {
       iv: sealed.slice(0, 12),
       sealed: sealed.slice(12),
     });
+    // Said once, not kept silent: it costs a token request (r178a F6). Its name holds the secret's digest, so
+    // another secret's file is never read here.
+    if (record === undefined && !this.#damaged.has(path)) {
+      this.#damaged.add(path);
+      this.#options.onNotice(
+        `ignoring ${path}: not a token record this store can open (damaged, or of another version)`,
+      );
+    }
+    return record;
   }
 
   async set(key: string, record: TokenRecord): Promise<void> {
