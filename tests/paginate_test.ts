@@ -213,6 +213,30 @@ Deno.test("paginate() pages items that are no JSON data to their end: class inst
   }
 });
 
+Deno.test("paginate() pages to their end lists whose values repeat, pages of one item, and pages that share their ends with earlier ones (r179 R1: a page's size and ends alone ended them as repeated)", async () => {
+  const lists: [string, unknown[], number][] = [
+    ["strings", ["US", "DE", "US", "FR", "GB", "IT", "US", "JP", "US"], 3],
+    ["numbers", [0, 1, 0, 5, 6, 7, 0, 2, 0, 0, 3, 0], 3],
+    [
+      "records",
+      Array.from({ length: 30 }, (_, i) => ({ n: i % 3 ? i : 0 })),
+      3,
+    ],
+    ["limit 1", [true, false, true, false, true, false, true], 1],
+    ["counts", [5, 4, 5, 3, 5, 4, 5, 3, 5], 1],
+    // Two Maps are two items, though each writes as {} (r179 R2).
+    ["Maps", ["x", new Map([["a", 1]]), "y", "x", new Map([["b", 2]]), "y"], 3],
+  ];
+  for (const [kind, items, limit] of lists) {
+    const fetchPage = ({ page, limit }: PageRequest) =>
+      Promise.resolve(items.slice((page - 1) * limit, page * limit));
+    const got = await collect(paginate(fetchPage, { limit }), {
+      maxItems: 100,
+    });
+    deepStrictEqual(got, items, kind);
+  }
+});
+
 Deno.test("paginate() drops repeated items with dedupeBy", async () => {
   // Offset paging while an item is inserted at the head repeats the last item of each page.
   const pages = [[5, 4, 3], [3, 2, 1], [1, 0]];

@@ -14,48 +14,91 @@ export function repeatedPage(context: string, page: number): RepeatedPageError {
   );
 }
 
+/** How many pages' numbers a walk keeps, each kind: a rotation of up to this many answers is caught. */
+const REMEMBERED = 4096;
+
 /**
- * Remembers the full pages of a walk by a number each (memory stays bounded: 20,000 pages take a set of numbers), and
- * says whether a page repeats one: the one before when every item is equal, an earlier one when its size, first and
- * last items are (a list moved by whole pages between the two reads looks the same; a list only ends so).
+ * Says whether a full page repeats one: the page before, item by item; or earlier pages, whole, two pages in a row (a
+ * server rotating k answers ends at page 2k + 2). A page's whole content is read only when its size and ends were
+ * seen before, and pages of one item are judged against the page before only: a page's ends alone, or one value met
+ * again, ended lists whose values repeat (r179 R1). Pages are remembered by numbers, the latest
+ * {@linkcode REMEMBERED} of each kind.
  */
 export function pageRepeats() {
-  const prints = new Set<number>();
-  let previous: { items: readonly unknown[]; print: number } | undefined;
+  const ends = new Set<number>(), wholes = new Set<number>();
+  let previous: { items: readonly unknown[]; ends: number } | undefined;
+  let run = 0; // pages in a row, each whole as an earlier one
   return (items: readonly unknown[]): boolean => {
-    const print = printOf(items);
-    if (print === undefined) {
-      // Items that are no JSON data (class instances, Maps, BigInts) compare by identity, with the page before only.
-      const same = previous !== undefined &&
-        items.every((item, at) => item === previous!.items[at]);
-      previous = { items, print: NaN };
-      return same;
-    }
+    const print = hashOf(
+      `${items.length}\0${textOf(items[0])}\0${textOf(items.at(-1))}`,
+    );
     const before = previous;
-    previous = { items, print };
-    if (before?.print === print && sameItems(items, before.items)) return true;
-    if (prints.has(print) && before?.print !== print) return true;
-    prints.add(print);
-    return false;
+    previous = { items, ends: print };
+    if (before?.ends === print && sameItems(items, before.items)) return true;
+    // A page of one item tells too little: a value met again is no repeat.
+    if (items.length < 2 || !ends.has(print)) {
+      remember(ends, print);
+      run = 0;
+      return false;
+    }
+    const whole = hashOf(items.map(textOf).join("\0"));
+    run = wholes.has(whole) ? run + 1 : 0;
+    remember(wholes, whole);
+    return run >= 2;
   };
 }
 
-/** Whether `items` equals `previous` item by item, as JSON data (asked once their prints are equal). */
-function sameItems(items: readonly unknown[], previous: readonly unknown[]) {
-  if (previous.length !== items.length) return false;
-  for (let at = 0; at < items.length; at++) {
-    if (
-      items[at] !== previous[at] && dataOf(items[at]) !== dataOf(previous[at])
-    ) return false;
-  }
-  return true;
+function remember(numbers: Set<number>, number: number) {
+  numbers.add(number);
+  if (numbers.size > REMEMBERED) numbers.delete(numbers.values().next().value!);
 }
 
-/** A page's size, first and last items as JSON data, hashed (cyrb53); undefined where one is not JSON data. */
-function printOf(items: readonly unknown[]): number | undefined {
-  const first = dataOf(items[0]), last = dataOf(items.at(-1));
-  if (first === undefined || last === undefined) return undefined;
-  const text = `${items.length}\u0000${first}\u0000${last}`;
+/** Whether `items` equals `previous` item by item (asked once their ends are equal). */
+function sameItems(items: readonly unknown[], previous: readonly unknown[]) {
+  if (previous.length !== items.length) return false;
+  return items.every((item, at) => textOf(item) === textOf(previous[at]));
+}
+
+/**
+ * An item as text: JSON for JSON data; another value by its identity (a class instance or a Map writes as `{}`, and
+ * every page of them looked the same; a BigInt or a cycle threw: r178b F2).
+ */
+function textOf(item: unknown): string {
+  if (typeof item === "bigint") return `${item}n`;
+  if (typeof item === "object" && item !== null) {
+    const proto = Object.getPrototypeOf(item);
+    const plain = proto === Object.prototype || proto === Array.prototype ||
+      proto === null;
+    if (plain) {
+      try {
+        return JSON.stringify(item);
+      } catch {
+        // A BigInt or a cycle inside: by identity.
+      }
+    }
+  } else if (typeof item !== "function" && typeof item !== "symbol") {
+    return JSON.stringify(item) ?? "undefined";
+  }
+  return identityOf(item as object | symbol);
+}
+
+const identities = new WeakMap<WeakKey, string>();
+let made = 0;
+
+/** A text of its own for each object or symbol (a symbol Symbol.for made is its key: the same symbol). */
+function identityOf(value: object | symbol): string {
+  if (typeof value === "symbol" && Symbol.keyFor(value) !== undefined) {
+    return `\u0001${String(value)}`;
+  }
+  let text = identities.get(value as WeakKey);
+  if (text === undefined) {
+    identities.set(value as WeakKey, text = `\u0001${++made}`);
+  }
+  return text;
+}
+
+/** A string as a 53-bit number (cyrb53): pages remembered, not kept. */
+function hashOf(text: string): number {
   let h1 = 0xdeadbeef, h2 = 0x41c6ce57;
   for (let at = 0; at < text.length; at++) {
     const code = text.charCodeAt(at);
@@ -67,26 +110,4 @@ function printOf(items: readonly unknown[]): number | undefined {
   h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^
     Math.imul(h1 ^ (h1 >>> 13), 3266489909);
   return 4294967296 * (2097151 & h2) + (h1 >>> 0);
-}
-
-/**
- * An item as JSON, if it is JSON data: a class instance or a Map writes as `{}` (every page of them looked the same:
- * r178b F2), and a BigInt or a cycle throws.
- */
-function dataOf(item: unknown): string | undefined {
-  if (typeof item === "object" && item !== null) {
-    const proto = Object.getPrototypeOf(item);
-    if (
-      proto !== Object.prototype && proto !== Array.prototype && proto !== null
-    ) return undefined;
-  } else if (
-    !["string", "number", "boolean"].includes(typeof item) && item !== null
-  ) {
-    return undefined;
-  }
-  try {
-    return JSON.stringify(item);
-  } catch {
-    return undefined;
-  }
 }
