@@ -161,9 +161,12 @@ Deno.test("a member whose clock is ahead (20 s, 9 min), or whose own lease is sh
     await asked;
     const clock = manualClock(Date.now() + ahead);
     const second = f.process({ now: clock, leaseDuration }, clock).getToken();
-    // The other's clock runs 6 s on (past a lease of 2 s, and past the holder's `until` by its reading), then the
-    // held request is answered.
-    await whileClockRuns(clock, new Promise((go) => setTimeout(go, 150)));
+    // The other's clock runs 6 s on, a tick at a time (past a lease of 2 s, and past the holder's `until` by its
+    // reading), then the held request is answered.
+    for (let tick = 0; tick < 30; tick++) {
+      await new Promise((go) => setTimeout(go, 5));
+      clock.advance(200);
+    }
     release();
     const [one, two] = await Promise.all([first, second]);
     equal(
@@ -173,6 +176,25 @@ Deno.test("a member whose clock is ahead (20 s, 9 min), or whose own lease is sh
     );
     equal(one.accessToken, two.accessToken);
   }
+});
+
+Deno.test("a dead holder's lease longer than the waiters' maxWait (60 s against 45 s) is taken by one of 4 members within their wait: one token request (review r179 R3: each requested alone at maxWait)", async () => {
+  const clock = manualClock();
+  await using f = await fleet({ now: clock });
+  const key = await keyOf(f.api);
+  await f.kv.set(["partner-api", "token", key, "lease"], {
+    holder: "dead",
+    until: clock() + 60_000,
+    ms: 60_000,
+  });
+  const asked = Promise.all(
+    Array.from(
+      { length: 4 },
+      () => f.process({ now: clock, leaseDuration: 60_000 }, clock).getToken(),
+    ),
+  );
+  await whileClockRuns(clock, asked);
+  equal(f.api.tokenRequests, 1);
 });
 
 Deno.test("createKvTokenStore() outside Deno fails at once with a TypeError", () => {

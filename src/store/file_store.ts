@@ -322,9 +322,13 @@ class EncryptedFileStore implements FileTokenStore {
     try {
       await Deno.writeTextFile(guard, owner, { createNew: true, mode: 0o600 });
     } catch {
-      // Another process removes it; a guard its process left when it died goes once stale.
-      if (await this.#stale(guard)) {
-        await Deno.remove(guard).catch(() => {});
+      // Another process removes it; a guard its process left when it died goes once stale, if still the one judged
+      // (another's, made since, stays: review r179 R5).
+      const left = await lockText(guard);
+      if (left !== undefined && await this.#stale(guard)) {
+        if (await lockText(guard) === left) {
+          await Deno.remove(guard).catch(() => {});
+        }
       }
       return;
     }
