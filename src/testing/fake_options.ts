@@ -177,7 +177,7 @@ export type FakeFault =
  * ```
  */
 export interface FakeRateLimit {
-  /** Requests allowed in any window. */
+  /** Requests allowed in any window: a positive integer, at most 1,000,000 (as a limiter's). */
   readonly requests: number;
   /** The window's length, in ms. */
   readonly interval: number;
