@@ -156,11 +156,31 @@ export function requireClock(
   context: string,
 ): (() => number) | undefined {
   const clock = requireFunction(value, context, "now");
-  const at: unknown = clock?.();
-  if (clock === undefined || Number.isFinite(at)) return clock;
+  if (clock !== undefined) readingOf(clock(), context);
+  return clock;
+}
+
+/**
+ * A `now` option whose every reading is checked, not read ahead: a clock that starts at its first reading (the fake's
+ * `--now`) keeps it for what the caller dates.
+ */
+export function checkedReadings(
+  value: (() => number) | undefined,
+  context: string,
+): (() => number) | undefined {
+  const clock = requireFunction(value, context, "now");
+  return clock && (() => readingOf(clock(), context));
+}
+
+function readingOf(at: unknown, context: string): number {
+  if (Number.isFinite(at)) return at as number;
   const got = typeof at === "number" ? String(at) : typeof at; // an object's own String may throw
-  const rule = "must return epoch ms (a finite number)";
-  throw typeError(context, "now", rule, got);
+  throw typeError(
+    context,
+    "now",
+    "must return epoch ms (a finite number)",
+    got,
+  );
 }
 
 /** A `sortBy` option: a field name; `-field` (another API's way to say descending) refused with what to write instead. */

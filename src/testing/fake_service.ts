@@ -4,10 +4,10 @@ import { rateGate } from "./_fake_rate.ts";
 import { defineEnvironment, type Environment } from "../core/environment.ts";
 import {
   checkAtMost,
+  checkedReadings,
   checkNumber,
   type NumberRule,
   oneOf,
-  requireClock,
   requireOptions,
   requireText,
   typeError,
@@ -270,7 +270,7 @@ async function answerApi(
 /** What the service's handlers share: its parts, from its checked options. */
 function serviceState(options: FakePartnerServiceOptions) {
   requireOptions(options, CONTEXT);
-  const now = requireClock(options.now, CONTEXT) ?? Date.now;
+  const now = checkedReadings(options.now, CONTEXT) ?? Date.now;
   const credentials = credentialsOf(options.credentials);
   const quota = part(options.quota, "quota");
   const endpoint = fakeTokenEndpoint({
