@@ -526,6 +526,16 @@ Deno.test("a secret holding a backslash before an escaped character, in Python's
   ok(!shown.includes(quoted), shown);
 });
 
+// A CI seed of the property below (1094758722): the secret's own backslash before a character past U+FFFF, as JSON in
+// JSON writes it (`\\\\\\uD800\\uDC00`). Read with a run of backslashes as one, the backslash went with the escape.
+Deno.test("a secret holding a backslash before a character past U+FFFF, as JSON in JSON writes it, is dropped", () => {
+  const secret = "  !\u{10000}  \\\u{10000}";
+  const quoted = MIXED_FORMS["JSON in JSON"]!(secret);
+  const credentials = { secret, clientId: "!      !", audience: "api" };
+  const shown = serverText(`you sent: ${quoted} (bad)`, [credentials]);
+  ok(!shown.includes(quoted), shown);
+});
+
 Deno.test("every configured credential (client secret, client id, audience) is replaced by its name in server text, in every form", () => {
   // Values never shorter than the redaction minimum, and never part of a name.
   const value = fc.string({ minLength: 8, maxLength: 40, unit: "grapheme" })

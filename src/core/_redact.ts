@@ -259,9 +259,10 @@ export function serverText(
 /** `text` redacted ({@linkcode redact}), or dropped whole while it still holds {@linkcode SECRET_RUN} characters of a secret. */
 export function redactedWhole(text: string, secrets: readonly Secret[]) {
   const redacted = redact(text, secrets);
-  // Escapes mixed in (some characters escaped, some not), undone: no list of forms holds every mix (r172d F1). Read
-  // strictly too, and composed as the secret is (NFC): a seed's secret holding a backslash, written NFD, came through.
+  // Escapes mixed in, undone: no list of forms holds every mix (r172d F1). Read strictly too, once and twice (JSON in
+  // JSON), composed as the secret is (NFC): secrets with a backslash before an NFD or astral character came through.
   const readings = [unescaped(unescaped(redacted)), strictlyUnescaped(redacted)]
+    .flatMap((read) => [read, strictlyUnescaped(read)])
     .map((reading) => reading.normalize());
   const held = secrets.map((s) => redactorOf(s).secret).some((secret) => {
     const composed = secret.normalize();
