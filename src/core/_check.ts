@@ -155,9 +155,9 @@ export function requireClock(
   value: (() => number) | undefined,
   context: string,
 ): (() => number) | undefined {
-  const clock = requireFunction(value, context, "now");
-  if (clock !== undefined) readingOf(clock(), context);
-  return clock;
+  // Read once here, then left unwrapped: a client reads its clock on every request.
+  checkedReadings(value, context)?.();
+  return value;
 }
 
 /**
