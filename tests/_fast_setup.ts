@@ -56,10 +56,11 @@ export interface InProcessFake extends Disposable {
 
 /** Serves `createFakePartnerService(options)` in process. */
 export function inProcessFake(options: InProcessOptions = {}): InProcessFake {
-  const service = createFakePartnerService(options);
+  const { wire: most = 0, ...serviceOptions } = options;
+  const service = createFakePartnerService(serviceOptions);
   const random = seededRandom(options.seed ?? 1);
   const wire = async () => {
-    const ms = Math.floor(random() * (options.wire ?? 0));
+    const ms = Math.floor(random() * most);
     if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
   };
   const sent: Request[] = [];

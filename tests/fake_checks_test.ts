@@ -205,12 +205,7 @@ Deno.test("the fake's tokenLifetime, beyondMaxLimit, seed and a fault's retryAft
   );
   const fetch = (input: RequestInfo | URL, init?: RequestInit) =>
     fake.handle(new Request(input, init));
-  const target = {
-    ...environment,
-    ...fake.credentials,
-    fetch,
-    retry: false as const,
-  };
+  const target = { ...environment, ...fake.credentials, fetch };
   await rejects(requestToken(target), { status: 429 }); // the injected fault
   const token = await requestToken(target);
   equal(token.expiresIn, Math.floor(MAX / 1000));

@@ -4,8 +4,8 @@
 // `client.list(path, "x")` walked the whole list with the defaults.
 
 import { equal, rejects, throws } from "node:assert/strict";
-import { configFromEnv, paginate } from "../mod.ts";
-import { createTokenProvider } from "../src/token/mod.ts";
+import { configFromEnv, createRateLimiter, paginate } from "../mod.ts";
+import { createTokenProvider, requestToken } from "../src/token/mod.ts";
 import {
   createFakePartnerService,
   startFakePartnerApi,
@@ -16,7 +16,12 @@ import {
   createRedisRateLimiter,
   createRedisTokenStore,
 } from "../src/store/redis.ts";
-import { createJsonlSink } from "../src/sync/mod.ts";
+import {
+  createJsonlSink,
+  createPostgresSink,
+  createSqliteSink,
+  syncList,
+} from "../src/sync/mod.ts";
 import { openTelemetry } from "../src/telemetry/otel.ts";
 import { clientOf, inProcessFake } from "./_fast_setup.ts";
 
@@ -75,4 +80,157 @@ Deno.test("an option value String cannot read (no prototype, a toString that thr
       });
     }
   }
+});
+
+Deno.test("an option no entry knows (a misspelt name) is refused by every entry that takes options, naming it and the nearest name, before anything is sent", async () => {
+  // `{ maxitems: 3 }` crawled the whole list: every unknown key went unread, and its default ruled (r178b F4).
+  using api = inProcessFake();
+  const client = clientOf(api);
+  using kv = await Deno.openKv(":memory:");
+  const command = () => Promise.resolve(null);
+  const { tokenUrl, audience } = api.environment;
+  const fake = (more: object) => () => createFakePartnerService(more as never);
+  const refusals: [string, string | undefined, () => unknown][] = [
+    [
+      "maxitems",
+      "maxItems",
+      () => client.list("organizations", { maxitems: 3 } as never),
+    ],
+    [
+      "maxitems",
+      "maxItems",
+      () => client.pages("organizations", { maxitems: 3 } as never),
+    ],
+    [
+      "maxitems",
+      "maxItems",
+      () => paginate(() => Promise.resolve([]), { maxitems: 3 } as never),
+    ],
+    ["timout", "timeout", () => clientOf(api, { timout: 5 } as never)],
+    [
+      "retry.retires",
+      "retries",
+      () => clientOf(api, { retry: { retires: 0 } } as never),
+    ],
+    [
+      "refreshMargn",
+      "refreshMargin",
+      () =>
+        createTokenProvider(
+          {
+            ...api.credentials,
+            environment: api.environment,
+            refreshMargn: 1,
+          } as never,
+        ),
+    ],
+    [
+      "timout",
+      "timeout",
+      () =>
+        requestToken(
+          { ...api.credentials, tokenUrl, audience, timout: 1 } as never,
+        ),
+    ],
+    [
+      "reserv",
+      "reserve",
+      () => createRateLimiter({ requests: 9, interval: 9, reserv: 1 } as never),
+    ],
+    [
+      "leaseDurtion",
+      "leaseDuration",
+      () => createKvTokenStore(kv, { leaseDurtion: 1 } as never),
+    ],
+    [
+      "intervall",
+      "interval",
+      () => createKvRateLimiter(kv, { intervall: 1 } as never),
+    ],
+    [
+      "maxwait",
+      "maxWait",
+      () => createRedisTokenStore({ command, maxwait: 1 } as never),
+    ],
+    [
+      "request",
+      "requests",
+      () => createRedisRateLimiter({ command, request: 1 } as never),
+    ],
+    [
+      "onNotise",
+      "onNotice",
+      () =>
+        createFileTokenStore(
+          {
+            folder: ".test-tmp/unread",
+            clientSecret: "s",
+            onNotise: () => {},
+          } as never,
+        ),
+    ],
+    [
+      "lockwait",
+      "lockWait",
+      () => createJsonlSink(".test-tmp/unread.jsonl", { lockwait: 1 } as never),
+    ],
+    [
+      "lockwait",
+      "lockWait",
+      () => createSqliteSink(":memory:", { table: "t", lockwait: 1 } as never),
+    ],
+    [
+      "lockwait",
+      "lockWait",
+      () =>
+        createPostgresSink(
+          { query: command, table: "t", lockwait: 1 } as never,
+        ),
+    ],
+    ["tokenLifetme", "tokenLifetime", fake({ tokenLifetme: 1 })],
+    ["quota.perhour", "perHour", fake({ quota: { perhour: 1 } })],
+    [
+      "items.organisations",
+      "organizations",
+      fake({ items: { organisations: 1 } }),
+    ],
+    [
+      "credentials.clientid",
+      "clientId",
+      fake({ credentials: { clientid: "x" } }),
+    ],
+    [
+      "apiRateLimit.request",
+      "requests",
+      fake({ apiRateLimit: { request: 1 } }),
+    ],
+    ["churn.appends", "append", fake({ churn: { appends: 1 } })],
+    ["metr", "meter", () => openTelemetry({ metr: {} } as never)],
+    [
+      "zzzzzzzzzz",
+      undefined,
+      () => paginate(() => Promise.resolve([]), { zzzzzzzzzz: 1 } as never),
+    ],
+  ];
+  for (const [option, near, make] of refusals) {
+    const rule = near === undefined
+      ? "is no option"
+      : `is no option; did you mean '${near}'?`;
+    const refused = { name: "TypeError", option, rule };
+    try {
+      const made = make();
+      if (made instanceof Promise) await rejects(made, refused);
+      else throw new Error(`${option} was taken`);
+    } catch (error) {
+      throws(() => {
+        throw error;
+      }, refused);
+    }
+  }
+  const sink = createJsonlSink(".test-tmp/unread.jsonl");
+  const run = { id: "organizationID", sink, sweeep: 0 };
+  const refused = { name: "TypeError", option: "sweeep" };
+  await rejects(syncList(client, "organizations", run as never), refused);
+  await rejects(startFakePartnerApi({ prot: 1 } as never), { option: "prot" });
+  equal(api.sent.length, 0);
 });

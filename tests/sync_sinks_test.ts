@@ -215,7 +215,8 @@ Deno.test('SQLite: while another connection holds the database\'s write lock, a 
       onLockWait?: (holder: string) => void;
     },
   ) => {
-    const sink = createSqliteSink(path, { table: "transactions", ...options });
+    const { signal, ...lock } = options;
+    const sink = createSqliteSink(path, { table: "transactions", ...lock });
     const write: typeof sink.write = (...batch) => {
       wrote();
       return sink.write(...batch);
@@ -223,7 +224,7 @@ Deno.test('SQLite: while another connection holds the database\'s write lock, a 
     return syncList(fake.client, "transactions", {
       ...byDate,
       sink: { ...sink, write },
-      ...options,
+      ...(signal && { signal }),
     }).finally(() => sink.close());
   };
   await run({});

@@ -83,10 +83,8 @@ Deno.test("a 404 or 405 from the token endpoint names the URL requested", async 
     `nothing takes token requests at POST ${typo.href}: check tokenUrl`,
   );
   const env = { ...configFor(api), PARTNER_API_TOKEN_URL: typo.href };
-  const named = await tokenError(requestToken({
-    ...configFromEnv(env).environment,
-    ...configFromEnv(env),
-  }));
+  const { environment, ...config } = configFromEnv(env);
+  const named = await tokenError(requestToken({ ...environment, ...config }));
   match(named.hint!, /check PARTNER_API_TOKEN_URL$/);
 });
 

@@ -7,9 +7,11 @@ import { renewalLedger } from "../token/ledger.ts";
 import {
   fieldsOf,
   type OptionError,
+  optionNames,
   rangeError,
   requireClock,
   requireFunction,
+  requireKnownOptions,
   requireOptions,
   settingNamesOf,
   typeError,
@@ -26,6 +28,10 @@ const CONTEXT = "Cannot create client";
 /** The bases a client sends to, named in messages as `settingNames` says (by default as these options). */
 const BASES = ["baseUrl", "pciBaseUrl"] as const;
 
+const CLIENT_OPTIONS = optionNames<ClientOptions>()(
+  "environment tokenProvider clientId clientSecret fetch timeout retry random now rateLimit priority onEvent settingNames quotaHeader bodyFormat clientAuthentication store refreshMargin onQuota waitUntil dangerouslyAllowBrowser",
+);
+
 /** Option names of 0.1 and where they went. */
 const RENAMED: Record<string, string> = {
   requestTimeout: "timeout",
@@ -39,6 +45,7 @@ export function clientConfig(options: ClientOptions) {
     for (const [old, now] of Object.entries(RENAMED)) {
       if (old in options) throw typeError(CONTEXT, old, `is now '${now}'`);
     }
+    requireKnownOptions(options, CLIENT_OPTIONS, CONTEXT);
     const environment = ownEnvironment(options.environment);
     const now = requireClock(options.now, CONTEXT) ?? Date.now;
     const random = requireFunction(options.random, CONTEXT, "random") ??

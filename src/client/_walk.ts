@@ -8,13 +8,18 @@ import {
   checkNumber,
   given,
   oneOf,
+  optionNames,
   requireFunction,
+  requireKnownOptions,
   requireSignal,
   requireSortField,
 } from "../core/_check.ts";
 import { checkPriority } from "../core/_rate_options.ts";
 
 export const CONTEXT = "Cannot paginate";
+const PAGE_OPTIONS = optionNames<PaginateOptions<unknown>>()(
+  "limit page sortBy sortDirection maxItems maxPages concurrency dedupeBy until signal priority",
+);
 
 /** What a page fetcher gives back: the page's items and anything else about it. */
 export interface Fetched<T> {
@@ -248,6 +253,7 @@ function requestFields<T>(options: PaginateOptions<T>) {
 }
 
 export function pageConfig<T>(options: PaginateOptions<T>) {
+  requireKnownOptions(options, PAGE_OPTIONS, CONTEXT);
   const { dedupeBy, until, signal } = options;
   requireFunction(dedupeBy, CONTEXT, "dedupeBy");
   requireFunction(until, CONTEXT, "until");

@@ -1,6 +1,10 @@
 // Pacing API requests: at most `requests` in any sliding `interval` ms; callers wait in order, never fail.
 
-import { requireFunction, requireOptions } from "../core/_check.ts";
+import {
+  optionNames,
+  requireFunction,
+  requireKnownOptions,
+} from "../core/_check.ts";
 import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 import {
   checkRateLimit,
@@ -52,6 +56,9 @@ export interface RateLimiterOptions extends RateLimit {
 }
 
 const CONTEXT = "Cannot create rate limiter";
+const LIMITER_OPTIONS = optionNames<RateLimiterOptions>()(
+  "requests interval now reserve",
+);
 
 /**
  * Creates a limiter of at most `requests` per `interval` ms in any sliding window. Its timer is
@@ -76,7 +83,7 @@ const CONTEXT = "Cannot create rate limiter";
  * ```
  */
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
-  requireOptions(options, CONTEXT);
+  requireKnownOptions(options, LIMITER_OPTIONS, CONTEXT);
   // The window keeps one time per request: 8 MB at most.
   const limit = checkRateLimit(options, CONTEXT, 1_000_000);
   const reserve = checkReserve(options.reserve, limit.requests, CONTEXT);

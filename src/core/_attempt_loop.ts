@@ -4,12 +4,7 @@
 import type { EventListener, PartnerApiEvent } from "./events.ts";
 import { emit } from "./_emit.ts";
 import { type AttemptLimits, type Deadline, delay } from "./_deadlines.ts";
-import {
-  checkNumber,
-  type NumberRule,
-  requireOptions,
-  typeError,
-} from "./_check.ts";
+import { checkNumber, type NumberRule, requireKnownOptions } from "./_check.ts";
 
 /** What comes after an attempt. */
 export type Next<R> =
@@ -130,14 +125,8 @@ export function backoffFrom(
 ): Backoff {
   if (retry === false) return { ...DEFAULT_BACKOFF, retries: 0 };
   // Anything else (0, null, true, a misspelt field) meant the default of 2 retries, silently.
-  if (retry !== undefined) requireOptions(retry, context, "retry");
-  const unknown = Object.keys(retry ?? {}).find((key) =>
-    !Object.hasOwn(DEFAULT_BACKOFF, key)
-  );
-  if (unknown !== undefined) {
-    const rule =
-      "is no retry option: retries, initialDelay, maxDelay or maxRetryAfter (or retry: false for none)";
-    throw typeError(context, `retry.${unknown.slice(0, 40)}`, rule);
+  if (retry !== undefined) {
+    requireKnownOptions(retry, Object.keys(DEFAULT_BACKOFF), context, "retry");
   }
   const given = retry ?? {};
   const check = (field: keyof Backoff, rule: NumberRule) =>

@@ -1,6 +1,8 @@
 // Internal: the one builder of bad-option errors, "<context>: '<option>' <rule>: received <value>" with `option` and
 // `rule` as fields for code to read; the checks built on it; small helpers for options and texts.
 
+import { nearest } from "./_nearest.ts";
+
 /** A `TypeError` or `RangeError` for one bad option, with its name and rule as fields. */
 export type OptionError = (TypeError | RangeError) & {
   /** The option's name, e.g. `"limit"` or `"tokenUrl"`. */
@@ -125,6 +127,42 @@ export function requireOptions(
   if (kind !== "object") {
     throw typeError(context, option, "must be an object", kind);
   }
+}
+
+/** The option names of `T`, space-separated; a name `T` lacks, or an option of `T` left out, fails to compile. */
+export function optionNames<T>() {
+  return <S extends string>(names: S & SameWords<S, keyof T>) =>
+    names.split(" ") as readonly string[];
+}
+type Words<S> = S extends `${infer W} ${infer R}` ? W | Words<R> : S;
+type SameWords<S, K> = [Exclude<K, Words<S>> | Exclude<Words<S>, K>] extends
+  [never] ? S
+  : { missing: Exclude<K, Words<S>>; unknown: Exclude<Words<S>, K> };
+
+/**
+ * {@linkcode requireOptions}, then refuses an own key that is none of `names`: a misspelt option (`maxitems`) went
+ * unread, and its default ruled without a word. A `TypeError` naming the key (under `option` when that is not
+ * "options": `retry.retires`), and the nearest name.
+ */
+export function requireKnownOptions(
+  options: unknown,
+  names: readonly string[],
+  context: string,
+  option = "options",
+): asserts options is object {
+  requireOptions(options, context, option);
+  const found = Object.keys(options).find((key) => !names.includes(key));
+  if (found === undefined) return;
+  const key = cut(found, 40);
+  const near = nearest(key, names);
+  const rule = near === undefined
+    ? "is no option"
+    : `is no option; did you mean '${near}'?`;
+  throw typeError(
+    context,
+    option === "options" ? key : `${option}.${key}`,
+    rule,
+  );
 }
 
 /** An option that is one of `values` (the first when undefined); else a `TypeError` naming them (and 40 characters of it). */

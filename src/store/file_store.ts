@@ -5,9 +5,10 @@ import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import { delay } from "../core/_deadlines.ts";
 import { type LockSighting, staleJudge, steadyClock } from "../core/_clock.ts";
 import {
+  optionNames,
   requireDeno,
   requireFunction,
-  requireOptions,
+  requireKnownOptions,
   requireText,
 } from "../core/_check.ts";
 import { openRecord, published, sealRecord } from "./_record.ts";
@@ -47,6 +48,10 @@ export interface FileTokenStoreOptions {
    */
   now?: () => number;
 }
+
+const FILE_OPTIONS = optionNames<FileTokenStoreOptions>()(
+  "folder clientSecret onNotice now",
+);
 
 /**
  * A {@linkcode TokenStore} on one encrypted file per client, whose records a tool can read without a request.
@@ -116,7 +121,7 @@ export function createFileTokenStore(
   const rule =
     "is kept with Deno's file API (this store runs on Deno only; elsewhere use createMemoryTokenStore for one process, or createRedisTokenStore from ./redis for a fleet)";
   requireDeno(context, "folder", rule);
-  requireOptions(options, context);
+  requireKnownOptions(options, FILE_OPTIONS, context);
   return new EncryptedFileStore({
     folder: requireText(options.folder, context, "folder"),
     clientSecret: requireText(options.clientSecret, context, "clientSecret"),

@@ -26,6 +26,7 @@
  * @module
  */
 
+import { optionNames, requireKnownOptions } from "../core/_check.ts";
 import type { TokenStore } from "./types.ts";
 import type { FleetStoreOptions } from "./fleet_options.ts";
 import { kvPrefix, KvTokenStore, requireKv } from "./_kv_store.ts";
@@ -59,6 +60,9 @@ export interface KvTokenStoreOptions extends FleetStoreOptions {
 }
 
 const CONTEXT = "Cannot create KV token store";
+const STORE_OPTIONS = optionNames<KvTokenStoreOptions>()(
+  "prefix leaseDuration maxWait pollInterval encryptionKey holderId now",
+);
 const STORE_ELSEWHERE =
   "store runs on Deno and Deno Deploy only; elsewhere pass a TokenStore of your own";
 
@@ -90,6 +94,7 @@ export function createKvTokenStore(
   options: KvTokenStoreOptions = {},
 ): TokenStore {
   requireKv(kv, CONTEXT, STORE_ELSEWHERE);
+  requireKnownOptions(options, STORE_OPTIONS, CONTEXT);
   return new KvTokenStore(kv, {
     ...fleetStoreConfig(options, CONTEXT),
     // The store adds a digest and "record" (42 bytes as KV encodes them).

@@ -1,6 +1,7 @@
 // The fleet rate limiter on Deno KV: each take reads the window's one value, decides (_window_rules.ts), and writes
 // back if nobody wrote meanwhile; answers wait in keys of their own for the next take.
 
+import { optionNames, requireKnownOptions } from "../core/_check.ts";
 import type { RateLimiter } from "../core/rate_limiter.ts";
 import type { FleetRateLimiterOptions } from "./fleet_options.ts";
 import {
@@ -61,6 +62,9 @@ export interface KvRateLimiterOptions extends FleetRateLimiterOptions {
 }
 
 const CONTEXT = "Cannot create KV rate limiter";
+const LIMITER_OPTIONS = optionNames<KvRateLimiterOptions>()(
+  "requests prefix now interval onEvent reserve",
+);
 const LIMITER_ELSEWHERE =
   "limiter runs on Deno and Deno Deploy only; elsewhere use createRedisRateLimiter";
 /** One KV value holds the window: 64 KiB at most. */
@@ -99,6 +103,7 @@ export function createKvRateLimiter(
   options: KvRateLimiterOptions = {},
 ): RateLimiter & AsyncDisposable {
   requireKv(kv, CONTEXT, LIMITER_ELSEWHERE);
+  requireKnownOptions(options, LIMITER_OPTIONS, CONTEXT);
   const config = fleetConfig(options, CONTEXT, MOST_REQUESTS);
   // The limiter adds "answers" and a send's name (41 bytes as KV encodes them).
   const prefix = kvPrefix(options.prefix, ["partner-api", "rate"], 41, CONTEXT);

@@ -39,7 +39,11 @@
 
 import type { TokenStore } from "./types.ts";
 import type { FleetStoreOptions } from "./fleet_options.ts";
-import { requireFunction } from "../core/_check.ts";
+import {
+  optionNames,
+  requireFunction,
+  requireKnownOptions,
+} from "../core/_check.ts";
 import { redisOptions } from "./_redis_commands.ts";
 import { fleetStoreConfig } from "./_lease.ts";
 import { RedisTokenStore } from "./_redis_store.ts";
@@ -86,6 +90,9 @@ export interface RedisTokenStoreOptions extends FleetStoreOptions {
 }
 
 const CONTEXT = "Cannot create Redis token store";
+const STORE_OPTIONS = optionNames<RedisTokenStoreOptions>()(
+  "command blockingCommand prefix commandTimeout leaseDuration maxWait pollInterval encryptionKey holderId now",
+);
 
 /**
  * Creates a {@linkcode TokenStore} on Redis, for `createTokenProvider({ store })`: one process takes a lease
@@ -119,6 +126,7 @@ const CONTEXT = "Cannot create Redis token store";
 export function createRedisTokenStore(
   options: RedisTokenStoreOptions,
 ): TokenStore {
+  requireKnownOptions(options, STORE_OPTIONS, CONTEXT);
   return new RedisTokenStore({
     ...redisOptions(options, CONTEXT, "partner-api:token"),
     ...fleetStoreConfig(options, CONTEXT),

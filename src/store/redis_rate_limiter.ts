@@ -1,5 +1,6 @@
 // The fleet rate limiter on Redis: one Lua script per take decides atomically, on Redis's clock.
 
+import { optionNames, requireKnownOptions } from "../core/_check.ts";
 import type { RateLimiter } from "../core/rate_limiter.ts";
 import type { FleetRateLimiterOptions } from "./fleet_options.ts";
 import type { RedisCommand } from "./redis_command.ts";
@@ -58,6 +59,9 @@ export interface RedisRateLimiterOptions extends FleetRateLimiterOptions {
 }
 
 const CONTEXT = "Cannot create Redis rate limiter";
+const LIMITER_OPTIONS = optionNames<RedisRateLimiterOptions>()(
+  "command prefix commandTimeout now requests interval onEvent reserve",
+);
 
 /**
  * Creates a {@linkcode RateLimiter} that every process using the same Redis and `prefix` shares, for
@@ -90,6 +94,7 @@ const CONTEXT = "Cannot create Redis rate limiter";
 export function createRedisRateLimiter(
   options: RedisRateLimiterOptions,
 ): RateLimiter & AsyncDisposable {
+  requireKnownOptions(options, LIMITER_OPTIONS, CONTEXT);
   const redis = redisOptions(options, CONTEXT, "partner-api:rate");
   const config = fleetConfig(options, CONTEXT, 1_000_000);
   return new FleetRateLimiter(new RedisWindow(redis, config), config);

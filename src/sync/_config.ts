@@ -7,8 +7,10 @@ import {
   given,
   type NumberRule,
   oneOf,
+  optionNames,
   rangeError,
   requireFunction,
+  requireKnownOptions,
   requireOptions,
   requireSignal,
   requireSortField,
@@ -24,6 +26,9 @@ import { SyncError } from "./sync_error.ts";
 import { checkPriority } from "../core/_rate_options.ts";
 
 const CONTEXT = "Cannot sync";
+const SYNC_OPTIONS = optionNames<SyncOptions<unknown>>()(
+  "id sortBy sink limit maxLimit concurrency signal query items sortDirection sweep deletes maxDeletes changes now priority maxDuration onProgress onEvent",
+);
 const FULL =
   "was replaced in 0.4 by 'sweep': write sweep: Infinity for a whole pass now (and deletes are removed too)";
 
@@ -34,14 +39,15 @@ const FULL =
  */
 export function syncConfig<T>(path: string, options: SyncOptions<T>) {
   requireOptions(options, CONTEXT);
+  if ((options as { full?: unknown }).full !== undefined) {
+    throw bad("full", FULL);
+  }
+  requireKnownOptions(options, SYNC_OPTIONS, CONTEXT);
   const id = options.id;
   if (typeof id !== "function") requireText(id, CONTEXT, "id");
   const sortBy = options.sortBy === undefined
     ? undefined
     : requireSortField(options.sortBy, CONTEXT);
-  if ((options as { full?: unknown }).full !== undefined) {
-    throw bad("full", FULL);
-  }
   for (const name of ["items", "onProgress", "onEvent"] as const) {
     requireFunction(options[name], CONTEXT, name);
   }

@@ -2,7 +2,7 @@
 // storable, let the dialect (SQLite, PostgreSQL: what its database says differently) apply it atomically, report.
 
 import type { SyncCheckpoint, SyncSink, SyncWriteContext } from "./sink.ts";
-import { typeError } from "../core/_check.ts";
+import { requireKnownOptions, typeError } from "../core/_check.ts";
 import { keepRefreshed } from "../core/_deadlines.ts";
 import { isCheckpoint, parsedJson } from "./_checkpoint.ts";
 import {
@@ -150,6 +150,7 @@ export function sqlSink<T>(
 /** A sink's options, checked when it is made: the table name as SQL quotes it, and `lockWait` (its default applied). */
 export function sinkOptions(
   options: { table?: unknown; lockWait?: unknown; now?: unknown } | undefined,
+  names: readonly string[],
   context: string,
 ): { table: string; lockWait: number } {
   const table = options?.table;
@@ -166,6 +167,7 @@ export function sinkOptions(
         : typeof table,
     );
   }
+  requireKnownOptions(options, names, context);
   return { table: `"${table}"`, lockWait: checkLockWait(options, context) };
 }
 

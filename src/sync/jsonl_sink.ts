@@ -15,7 +15,11 @@ import {
 } from "./_files.ts";
 import { checkLockWait, lockLost, runToken } from "./_lease.ts";
 import { guardCycleEnd } from "./_deletes.ts";
-import { requireOptions, requireText } from "../core/_check.ts";
+import {
+  optionNames,
+  requireKnownOptions,
+  requireText,
+} from "../core/_check.ts";
 import {
   checkCopy,
   type Committed,
@@ -50,6 +54,9 @@ import { sinkMismatch } from "./sync_error.ts";
  * ```
  */
 export type JsonlSinkOptions = SinkLockOptions;
+const JSONL_OPTIONS = optionNames<JsonlSinkOptions>()(
+  "lockWait onLockWait now",
+);
 
 /**
  * A sink that appends items to a JSONL file, one JSON object per line. `<path>.checkpoint.json` (checkpoint, committed
@@ -81,7 +88,7 @@ export function createJsonlSink<T>(
 ): SyncSink<T> {
   const context = "Cannot create JSONL sink";
   requireText(path, context, "path");
-  requireOptions(options, context);
+  requireKnownOptions(options, JSONL_OPTIONS, context);
   const lockWait = checkLockWait(options, context);
   const copy = new JsonlCopy(path, { ...options, lockWait });
   // A plain object: a user may spread it to wrap a method.

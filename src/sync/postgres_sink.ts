@@ -1,7 +1,7 @@
 // A sync sink on PostgreSQL through the user's query function (any driver): the SQL kit's (_sql_sink.ts) PostgreSQL
 // dialect. Each batch is ONE statement and the lock a lease row: a pool may send statements on different connections.
 
-import { typeError } from "../core/_check.ts";
+import { optionNames, typeError } from "../core/_check.ts";
 import type { SinkLockOptions, SyncSink } from "./sink.ts";
 import { holderOf, lockLost } from "./_lease.ts";
 import { tooManyDeletes } from "./_deletes.ts";
@@ -27,6 +27,9 @@ import { writeStatement } from "./_postgres_write.ts";
 import { sinkMismatch } from "./sync_error.ts";
 
 const CONTEXT = "Cannot create PostgreSQL sink";
+const POSTGRES_OPTIONS = optionNames<PostgresSinkOptions>()(
+  "query table now lockWait onLockWait",
+);
 /** Rows a query of the key's back-fill reads. */
 const KEY_PAGE = 1_000;
 
@@ -106,7 +109,11 @@ export function createPostgresSink<T>(
   if (typeof options?.query !== "function") {
     throw typeError(CONTEXT, "query", "must be a function");
   }
-  const { table, lockWait } = kit.sinkOptions(options, CONTEXT);
+  const { table, lockWait } = kit.sinkOptions(
+    options,
+    POSTGRES_OPTIONS,
+    CONTEXT,
+  );
   const dialect = new PostgresDialect(table, options);
   return kit.sqlSink<T>(dialect, { ...options, lockWait });
 }

@@ -6,7 +6,7 @@ import { stat } from "node:fs/promises";
 import { setImmediate } from "node:timers";
 import type { DatabaseSync } from "node:sqlite";
 import type { SinkLockOptions, SyncSink } from "./sink.ts";
-import { tried, typeError } from "../core/_check.ts";
+import { optionNames, tried, typeError } from "../core/_check.ts";
 import { delay } from "../core/_deadlines.ts";
 import {
   assertOpenedAt,
@@ -41,6 +41,9 @@ import {
 } from "./_sqlite_commits.ts";
 
 const CONTEXT = "Cannot create SQLite sink";
+const SQLITE_OPTIONS = optionNames<SqliteSinkOptions>()(
+  "table lockWait onLockWait now",
+);
 
 /**
  * Options of {@linkcode createSqliteSink}.
@@ -116,7 +119,7 @@ export function createSqliteSink<T>(
   database: string | DatabaseSync,
   options: SqliteSinkOptions,
 ): SqliteSink<T> {
-  const { table, lockWait } = kit.sinkOptions(options, CONTEXT);
+  const { table, lockWait } = kit.sinkOptions(options, SQLITE_OPTIONS, CONTEXT);
   const owned = typeof database === "string";
   const rule = "must be a file path or a DatabaseSync";
   if (!owned && typeof database?.prepare !== "function") {

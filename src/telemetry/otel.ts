@@ -25,7 +25,7 @@ import { metrics, SpanStatusCode, trace } from "@opentelemetry/api";
 import { instruments, integerAttributes } from "./_instruments.ts";
 import type { EventListener, TokenRequestEvent } from "../core/events.ts";
 import { VERSION } from "../core/_version.ts";
-import { requireOptions, tried } from "../core/_check.ts";
+import { requireKnownOptions, tried } from "../core/_check.ts";
 import type {
   OpenTelemetryOptions,
   TelemetryAttributes,
@@ -62,7 +62,8 @@ const NAME = "@partner-api/client";
 export function openTelemetry(
   options: OpenTelemetryOptions = {},
 ): EventListener {
-  requireOptions(options, "Cannot record with OpenTelemetry");
+  const names = ["tracer", "meter"];
+  requireKnownOptions(options, names, "Cannot record with OpenTelemetry");
   const tracer = options.tracer ?? trace.getTracer(NAME, VERSION);
   const meter = instruments(options.meter ?? metrics.getMeter(NAME, VERSION));
   const integer = integerAttributes(options);

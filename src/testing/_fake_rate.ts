@@ -1,7 +1,11 @@
 // The fake's rate limit on API requests, as the service's: 429 past `requests` per `interval` ms.
 // Its window arithmetic is its own, not the client's limiter's: a bug in one cannot hide the other.
 
-import { checkAtMost, checkNumber, requireOptions } from "../core/_check.ts";
+import {
+  checkAtMost,
+  checkNumber,
+  requireKnownOptions,
+} from "../core/_check.ts";
 import { RATE_RULES } from "../core/_rate_options.ts";
 import { json } from "./_fake_http.ts";
 import type { FakeRateLimit } from "./fake_options.ts";
@@ -13,7 +17,8 @@ export function rateGate(
   context: string,
 ): () => Response | undefined {
   if (limit === undefined) return () => undefined;
-  requireOptions(limit, context, "apiRateLimit");
+  const names = ["requests", "interval"];
+  requireKnownOptions(limit, names, context, "apiRateLimit");
   const check = (field: keyof FakeRateLimit) => {
     const option = `apiRateLimit.${field}`;
     const rule = RATE_RULES[field];
@@ -32,7 +37,7 @@ export function rateGate(
   let next = 0;
   const span = interval % 60_000 === 0
     ? `${interval / 60_000} minute${interval === 60_000 ? "" : "s"}`
-    : `${interval / 1000} seconds`;
+    : `${interval / 1000} second${interval === 1000 ? "" : "s"}`;
   const body = {
     error: `Sending more than ${requests} requests in ${span} is not allowed`,
   };

@@ -1,6 +1,6 @@
 // The fake's lists changing while paged; every cached order stays sorted (search and splice, no re-sort).
 
-import { checkNumber, requireOptions, typeError } from "../core/_check.ts";
+import { checkNumber, requireKnownOptions, typeError } from "../core/_check.ts";
 import {
   amountOf,
   id,
@@ -26,7 +26,8 @@ export function churner(
   now: () => number,
 ): ((resource: ListResource) => void) | undefined {
   if (churn === undefined) return undefined;
-  requireOptions(churn, CONTEXT, "churn");
+  const names = ["append", "insertAnywhere", "remove", "update"];
+  requireKnownOptions(churn, names, CONTEXT, "churn");
   const { append, insertAnywhere, remove, update } = churn;
   const counts = { append, insertAnywhere, remove, update };
   for (const [field, n] of Object.entries(counts)) {

@@ -135,10 +135,8 @@ export async function startFakePartnerApi(
     "port",
     "is served with Deno.serve (startFakePartnerApi runs on Deno only; elsewhere serve createFakePartnerService()'s handle and handlePci on a server of yours, e.g. node:http)",
   );
-  requireOptions(options, CONTEXT);
-  const ports = portsOf(options);
-  const onRequest = requireFunction(options.onRequest, CONTEXT, "onRequest");
-  const service = createFakePartnerService(options);
+  const { ports, onRequest, serviceOptions } = serverOptions(options);
+  const service = createFakePartnerService(serviceOptions);
   const serve = (port: number, handle: typeof service.handle) =>
     Deno.serve(
       {
@@ -186,12 +184,21 @@ export async function startFakePartnerApi(
   });
 }
 
-/** The two ports, both checked before either serves: a refused one leaves no server running. */
-function portsOf(options: FakePartnerApiOptions) {
+/**
+ * The servers' own options, checked: the two ports, both before either serves (a refused one leaves no server running),
+ * and `onRequest`. The rest is the service's, which refuses what is no option of either.
+ */
+function serverOptions(options: FakePartnerApiOptions) {
+  requireOptions(options, CONTEXT);
+  const { port: _, pciPort: _pci, onRequest, ...serviceOptions } = options;
   const port = (name: "port" | "pciPort") => {
     const rule = "non-negative integer";
     const value = checkNumber(options[name], 0, rule, CONTEXT, name);
     return checkAtMost(value, 65_535, CONTEXT, name);
   };
-  return { main: port("port"), pci: port("pciPort") };
+  return {
+    ports: { main: port("port"), pci: port("pciPort") },
+    onRequest: requireFunction(onRequest, CONTEXT, "onRequest"),
+    serviceOptions,
+  };
 }

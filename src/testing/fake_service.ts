@@ -8,7 +8,8 @@ import {
   checkNumber,
   type NumberRule,
   oneOf,
-  requireOptions,
+  optionNames,
+  requireKnownOptions,
   requireText,
   typeError,
 } from "../core/_check.ts";
@@ -131,6 +132,9 @@ export interface FakePartnerService extends FakeControls {
 }
 
 const CONTEXT = "Cannot start fake partner API";
+const SERVICE_OPTIONS = optionNames<FakePartnerServiceOptions>()(
+  "tokenLifetime quota now retryAfter faults items seed latency apiRateLimit listEnvelope credentials tokenBodyFormats churn maxLimit beyondMaxLimit",
+);
 const AUDIENCE = "https://partner-api.fake";
 const BEYOND = ["refuse", "cut"] as const;
 const WHOLE = "whole time in ms, at most 2147483647";
@@ -269,10 +273,10 @@ async function answerApi(
 
 /** What the service's handlers share: its parts, from its checked options. */
 function serviceState(options: FakePartnerServiceOptions) {
-  requireOptions(options, CONTEXT);
+  requireKnownOptions(options, SERVICE_OPTIONS, CONTEXT);
   const now = checkedReadings(options.now, CONTEXT) ?? Date.now;
   const credentials = credentialsOf(options.credentials);
-  const quota = part(options.quota, "quota");
+  const quota = part(options.quota, "quota", ["perHour", "perDay"]);
   const endpoint = fakeTokenEndpoint({
     // A time option like any: its bound is also below a year, the most expires_in says.
     lifetime: checked(options.tokenLifetime, 86_400_000, "tokenLifetime", MS),
@@ -327,7 +331,7 @@ function bodyFormats(formats: readonly ("json" | "form")[]) {
 
 /** The credentials given, each checked, or made up. */
 function credentialsOf(options: Partial<FakeCredentials> | undefined) {
-  const given = part(options, "credentials");
+  const given = part(options, "credentials", ["clientId", "clientSecret"]);
   const either = (field: keyof FakeCredentials, made: string) =>
     given[field] === undefined
       ? made
@@ -340,7 +344,11 @@ function credentialsOf(options: Partial<FakeCredentials> | undefined) {
 
 /** Each list's size, checked and bounded. */
 function sizesOf(given: Partial<ListSizes> | undefined): ListSizes {
-  const items = part(given, "items");
+  const items = part(given, "items", [
+    "organizations",
+    "transactions",
+    "cardholders",
+  ]);
   // Each item is made at once: 10 million is about 3 GB; 1e9 ran out of memory with no error.
   const size = (list: keyof ListSizes, fallback: number) => {
     const count = checked(items[list], fallback, `items.${list}`);
@@ -360,8 +368,9 @@ const MOST_ITEMS = 10_000_000;
 function part<T extends object>(
   value: T | undefined,
   name: string,
+  names: readonly (keyof T & string)[],
 ): Partial<T> {
-  if (value !== undefined) requireOptions(value, CONTEXT, name);
+  if (value !== undefined) requireKnownOptions(value, names, CONTEXT, name);
   return value ?? {};
 }
 

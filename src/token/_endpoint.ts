@@ -1,5 +1,6 @@
 // Internal: the token endpoint, every option checked and the request built once, and a provider's configuration.
 
+import type { Environment } from "../core/environment.ts";
 import { QUOTA_HEADER } from "../core/quota.ts";
 import { displayUrl, secureUrl } from "../core/_url.ts";
 import { redact, redactable, type Secret } from "../core/_redact.ts";
@@ -9,8 +10,10 @@ import {
   fieldsOf,
   oneOf,
   type OptionError,
+  optionNames,
   requireClock,
   requireFunction,
+  requireKnownOptions,
   requireOptions,
   requireText,
   settingNamesOf,
@@ -146,6 +149,13 @@ function tokenUrlOf(value: unknown, secret: string, context: string): URL {
 export type ProviderConfig = Readonly<ReturnType<typeof providerConfig>>;
 
 const CONTEXT = "Cannot create token provider";
+// An environment spread in (`{ ...api.environment, ...api.credentials }`, as the examples write) is taken: its bases
+// go unread.
+const PROVIDER_OPTIONS = optionNames<
+  TokenProviderOptions & Partial<Environment>
+>()(
+  "baseUrl pciBaseUrl environment tokenUrl audience clientId clientSecret fetch now quotaHeader bodyFormat timeout clientAuthentication settingNames store refreshMargin retry onQuota onEvent waitUntil random dangerouslyAllowBrowser",
+);
 
 /** Checks every option at once, throwing as `createTokenProvider` documents, never echoing the secret. */
 export function providerConfig(options: TokenProviderOptions) {
@@ -197,7 +207,7 @@ function storeOf(store: TokenStore | undefined) {
 
 /** `tokenUrl` and `audience` from the environment, or as given; not both. */
 function withTarget(options: TokenProviderOptions) {
-  requireOptions(options, CONTEXT);
+  requireKnownOptions(options, PROVIDER_OPTIONS, CONTEXT);
   const { environment, ...rest } = options;
   if (environment === undefined) {
     return rest as Omit<TokenRequestOptions, "signal">;

@@ -1,8 +1,13 @@
 // One token request, and the caching provider on the same sending. Public through ./token.
 
+import type { Environment } from "../core/environment.ts";
 import { requestWithRetries } from "./_protocol.ts";
 import { backoffFrom } from "../core/_attempt_loop.ts";
-import { requireSignal } from "../core/_check.ts";
+import {
+  optionNames,
+  requireKnownOptions,
+  requireSignal,
+} from "../core/_check.ts";
 import { providerConfig, tokenEndpoint } from "./_endpoint.ts";
 import { CachingTokenProvider } from "./_provider.ts";
 import { providerSecrets } from "../core/_redact.ts";
@@ -13,6 +18,14 @@ import type {
   TokenProviderOptions,
   TokenRequestOptions,
 } from "./types.ts";
+
+// An environment spread in (`{ ...api.environment, ...api.credentials }`, as the examples write) is taken: its bases
+// go unread.
+const REQUEST_OPTIONS = optionNames<
+  TokenRequestOptions & Partial<Environment>
+>()(
+  "baseUrl pciBaseUrl tokenUrl audience clientId clientSecret fetch signal now quotaHeader bodyFormat timeout clientAuthentication settingNames",
+);
 
 /**
  * Sends one client-credentials token request: no cache, no retry, at most `timeout` (30 s) to get the whole answer.
@@ -40,6 +53,7 @@ export async function requestToken(
 ): Promise<IssuedToken> {
   const context = "Cannot request token";
   const endpoint = tokenEndpoint(options, context);
+  requireKnownOptions(options, REQUEST_OPTIONS, context);
   // One attempt: no retry, nobody listening.
   const sending = {
     backoff: backoffFrom(false, context),
