@@ -234,3 +234,32 @@ Deno.test("an option no entry knows (a misspelt name) is refused by every entry 
   await rejects(startFakePartnerApi({ prot: 1 } as never), { option: "prot" });
   equal(api.sent.length, 0);
 });
+
+Deno.test("an unknown option whose name is the client secret is refused without showing it, by every entry that knows the secret", async () => {
+  // requestToken and the file store echoed 40 characters of it as the option's name.
+  const clientSecret = "S3cr3t-abcdefghijklmnopqrstuvwxyz0123456789ABCDEF";
+  using api = inProcessFake({ credentials: { clientSecret } });
+  const client = clientOf(api);
+  const { tokenUrl, audience } = api.environment;
+  const sink = createJsonlSink(".test-tmp/unread.jsonl");
+  const keyed = (options: object) =>
+    ({ ...options, [clientSecret]: 1 }) as never;
+  const makes: (() => unknown)[] = [
+    () => clientOf(api, keyed({})),
+    () =>
+      createTokenProvider(keyed({ ...api.credentials, tokenUrl, audience })),
+    () => requestToken(keyed({ ...api.credentials, tokenUrl, audience })),
+    () => createFileTokenStore(keyed({ folder: ".test-tmp/x", clientSecret })),
+    () => client.list("organizations", keyed({})),
+    () =>
+      syncList(client, "organizations", keyed({ id: "organizationID", sink })),
+  ];
+  for (const make of makes) {
+    const error = await Promise.try(make).then(() => {}, (e: Error) => e);
+    equal(error?.constructor, TypeError);
+    for (const said of [String(error), JSON.stringify(error)]) {
+      equal(said.includes(clientSecret.slice(0, 12)), false, said);
+    }
+  }
+  equal(api.sent.length, 0);
+});

@@ -4,7 +4,9 @@
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import { delay } from "../core/_deadlines.ts";
 import { type LockSighting, staleJudge, steadyClock } from "../core/_clock.ts";
+import { secretOutOfChecks } from "../core/_option_secrets.ts";
 import {
+  fieldsOf,
   optionNames,
   requireDeno,
   requireFunction,
@@ -121,7 +123,11 @@ export function createFileTokenStore(
   const rule =
     "is kept with Deno's file API (this store runs on Deno only; elsewhere use createMemoryTokenStore for one process, or createRedisTokenStore from ./redis for a fleet)";
   requireDeno(context, "folder", rule);
-  requireKnownOptions(options, FILE_OPTIONS, context);
+  // A key may be the secret: not shown, as a value would not be.
+  const secret = fieldsOf(options)?.clientSecret;
+  secretOutOfChecks(secret, () => {
+    requireKnownOptions(options, FILE_OPTIONS, context);
+  });
   return new EncryptedFileStore({
     folder: requireText(options.folder, context, "folder"),
     clientSecret: requireText(options.clientSecret, context, "clientSecret"),

@@ -3,11 +3,7 @@
 import type { Environment } from "../core/environment.ts";
 import { requestWithRetries } from "./_protocol.ts";
 import { backoffFrom } from "../core/_attempt_loop.ts";
-import {
-  optionNames,
-  requireKnownOptions,
-  requireSignal,
-} from "../core/_check.ts";
+import { optionNames, requireSignal } from "../core/_check.ts";
 import { providerConfig, tokenEndpoint } from "./_endpoint.ts";
 import { CachingTokenProvider } from "./_provider.ts";
 import { providerSecrets } from "../core/_redact.ts";
@@ -52,8 +48,7 @@ export async function requestToken(
   options: TokenRequestOptions,
 ): Promise<IssuedToken> {
   const context = "Cannot request token";
-  const endpoint = tokenEndpoint(options, context);
-  requireKnownOptions(options, REQUEST_OPTIONS, context);
+  const endpoint = tokenEndpoint(options, context, REQUEST_OPTIONS);
   // One attempt: no retry, nobody listening.
   const sending = {
     backoff: backoffFrom(false, context),
