@@ -9,6 +9,7 @@ import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 import {
   checkRateLimit,
   checkReserve,
+  MOST_WINDOW_REQUESTS,
   type RatePriority,
   rateShare,
 } from "../core/_rate_options.ts";
@@ -84,8 +85,7 @@ const LIMITER_OPTIONS = optionNames<RateLimiterOptions>()(
  */
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   requireKnownOptions(options, LIMITER_OPTIONS, CONTEXT);
-  // The window keeps one time per request: 8 MB at most.
-  const limit = checkRateLimit(options, CONTEXT, 1_000_000);
+  const limit = checkRateLimit(options, CONTEXT, MOST_WINDOW_REQUESTS);
   const reserve = checkReserve(options.reserve, limit.requests, CONTEXT);
   const now = steadyClock(requireFunction(options.now, CONTEXT, "now"));
   return new SlidingWindowLimiter(limit, reserve, now);

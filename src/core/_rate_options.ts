@@ -12,6 +12,9 @@ export const SERVICE_RATE_LIMIT: RateLimit = /* @__PURE__ */ Object.freeze({
   interval: 300_000,
 });
 
+/** The most `requests` a window keeps one time each for (8 MB): 2 ** 40 failed to allocate, naming no option. */
+export const MOST_WINDOW_REQUESTS = 1_000_000;
+
 /** What a rate limit's fields must be, for every limiter and the fake's alike. */
 export const RATE_RULES = {
   requests: "positive integer",

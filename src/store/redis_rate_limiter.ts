@@ -2,6 +2,7 @@
 
 import { optionNames, requireKnownOptions } from "../core/_check.ts";
 import type { RateLimiter } from "../core/rate_limiter.ts";
+import { MOST_WINDOW_REQUESTS } from "../core/_rate_options.ts";
 import type { FleetRateLimiterOptions } from "./fleet_options.ts";
 import type { RedisCommand } from "./redis_command.ts";
 import {
@@ -96,7 +97,7 @@ export function createRedisRateLimiter(
 ): RateLimiter & AsyncDisposable {
   requireKnownOptions(options, LIMITER_OPTIONS, CONTEXT);
   const redis = redisOptions(options, CONTEXT, "partner-api:rate");
-  const config = fleetConfig(options, CONTEXT, 1_000_000);
+  const config = fleetConfig(options, CONTEXT, MOST_WINDOW_REQUESTS);
   return new FleetRateLimiter(new RedisWindow(redis, config), config);
 }
 

@@ -6,7 +6,7 @@ import {
   checkNumber,
   requireKnownOptions,
 } from "../core/_check.ts";
-import { RATE_RULES } from "../core/_rate_options.ts";
+import { MOST_WINDOW_REQUESTS, RATE_RULES } from "../core/_rate_options.ts";
 import { json } from "./_fake_http.ts";
 import type { FakeRateLimit } from "./fake_options.ts";
 
@@ -24,10 +24,10 @@ export function rateGate(
     const rule = RATE_RULES[field];
     return checkNumber(limit[field], undefined, rule, context, option);
   };
-  // At most the client limiter's own bound: a ring of 2 ** 40 slots failed to allocate, naming no option (r178b F6).
+  // At most the client limiter's own bound (r178b F6).
   const requests = checkAtMost(
     check("requests"),
-    1_000_000,
+    MOST_WINDOW_REQUESTS,
     context,
     "apiRateLimit.requests",
   );
