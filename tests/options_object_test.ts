@@ -4,7 +4,12 @@
 // `client.list(path, "x")` walked the whole list with the defaults.
 
 import { equal, rejects, throws } from "node:assert/strict";
-import { configFromEnv, createRateLimiter, paginate } from "../mod.ts";
+import {
+  configFromEnv,
+  createClient,
+  createRateLimiter,
+  paginate,
+} from "../mod.ts";
 import { createTokenProvider, requestToken } from "../src/token/mod.ts";
 import {
   createFakePartnerService,
@@ -205,6 +210,39 @@ Deno.test("an option no entry knows (a misspelt name) is refused by every entry 
       fake({ apiRateLimit: { request: 1 } }),
     ],
     ["churn.appends", "append", fake({ churn: { appends: 1 } })],
+    [
+      "faults[0].retryAftr",
+      "retryAfter",
+      fake({ faults: [{ kind: "status", status: 503, retryAftr: 5 }] }),
+    ],
+    // Review r180: inside createClient, the client's words; settingNames of either side.
+    [
+      "rateLimit.intervall",
+      "interval",
+      () =>
+        clientOf(
+          api,
+          { rateLimit: { requests: 9, interval: 9, intervall: 1 } } as never,
+        ),
+    ],
+    [
+      "settingNames.tokenURL",
+      "tokenUrl",
+      () => clientOf(api, { settingNames: { tokenURL: "X" } } as never),
+    ],
+    [
+      "settingNames.clientSecrett",
+      "clientSecret",
+      () =>
+        createTokenProvider(
+          {
+            ...api.credentials,
+            tokenUrl,
+            audience,
+            settingNames: { clientSecrett: "X" },
+          } as never,
+        ),
+    ],
     ["metr", "meter", () => openTelemetry({ metr: {} } as never)],
     [
       "zzzzzzzzzz",
@@ -231,7 +269,13 @@ Deno.test("an option no entry knows (a misspelt name) is refused by every entry 
   const run = { id: "organizationID", sink, sweeep: 0 };
   const refused = { name: "TypeError", option: "sweeep" };
   await rejects(syncList(client, "organizations", run as never), refused);
-  await rejects(startFakePartnerApi({ prot: 1 } as never), { option: "prot" });
+  await rejects(startFakePartnerApi({ pciport: 1 } as never), {
+    option: "pciport",
+    rule: "is no option; did you mean 'pciPort'?",
+  });
+  // createTokenProvider takes an environment; requestToken its fields.
+  const given = { ...api.credentials, environment: api.environment };
+  await rejects(requestToken(given as never), { option: "environment" });
   equal(api.sent.length, 0);
 });
 
@@ -242,10 +286,22 @@ Deno.test("an unknown option whose name is the client secret is refused without 
   const client = clientOf(api);
   const { tokenUrl, audience } = api.environment;
   const sink = createJsonlSink(".test-tmp/unread.jsonl");
+  const tokenProvider = createTokenProvider({
+    ...api.credentials,
+    environment: api.environment,
+  });
   const keyed = (options: object) =>
     ({ ...options, [clientSecret]: 1 }) as never;
   const makes: (() => unknown)[] = [
     () => clientOf(api, keyed({})),
+    // A provider's secret, not given as an option (review r180 F1).
+    () => createClient(keyed({ environment: api.environment, tokenProvider })),
+    () =>
+      createClient({
+        environment: api.environment,
+        tokenProvider,
+        retry: keyed({}),
+      }),
     () =>
       createTokenProvider(keyed({ ...api.credentials, tokenUrl, audience })),
     () => requestToken(keyed({ ...api.credentials, tokenUrl, audience })),

@@ -40,7 +40,7 @@ const RENAMED: Record<string, string> = {
 
 /** The client's checked options: its own environment and what sending needs. */
 export function clientConfig(options: ClientOptions) {
-  return secretOutOfChecks(fieldsOf(options)?.clientSecret, () => {
+  return secretOutOfChecks(secretIn(options), () => {
     requireOptions(options, CONTEXT);
     for (const [old, now] of Object.entries(RENAMED)) {
       if (old in options) throw typeError(CONTEXT, old, `is now '${now}'`);
@@ -87,6 +87,13 @@ export function clientConfig(options: ClientOptions) {
       },
     };
   });
+}
+
+/** The secret the checks hide: given, or held by the provider given (a key of the options may be it: review r180 F1). */
+function secretIn(options: unknown) {
+  const { clientSecret, tokenProvider } = fieldsOf(options) ?? {};
+  const held = providerSecrets.get(fieldsOf(tokenProvider) ?? {});
+  return clientSecret ?? held?.find((s) => typeof s === "object")?.secret;
 }
 
 /** A copy made by `defineEnvironment`'s own rules: nobody can move it later. */
@@ -188,6 +195,14 @@ function rateLimiterOf(
   if (held.length > 0) {
     const rule = "must have take, answered and refused, as a RateLimiter has";
     throw typeError(CONTEXT, "rateLimit", rule);
+  }
+  if (rateLimit !== undefined) {
+    requireKnownOptions(
+      rateLimit,
+      ["requests", "interval"],
+      CONTEXT,
+      "rateLimit",
+    );
   }
   return createRateLimiter({
     ...(rateLimit as RateLimit | undefined ?? SERVICE_RATE_LIMIT),

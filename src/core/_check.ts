@@ -130,9 +130,10 @@ export function requireOptions(
 }
 
 /** The option names of `T`, space-separated; a name `T` lacks, or an option of `T` left out, fails to compile. */
-export function optionNames<T>() {
-  return <S extends string>(names: S & SameWords<S, keyof T>) =>
-    names.split(" ") as readonly string[];
+export function optionNames<T>(): <S extends string>(
+  names: S & SameWords<S, keyof T>,
+) => readonly string[] {
+  return (names) => names.split(" ");
 }
 type Words<S> = S extends `${infer W} ${infer R}` ? W | Words<R> : S;
 type SameWords<S, K> = [Exclude<K, Words<S>> | Exclude<Words<S>, K>] extends
@@ -232,13 +233,20 @@ export function requireSortField(given: unknown, context: string): string {
   throw typeError(context, "sortBy", rule, quoted(sortBy));
 }
 
+/** What `settingNames` may name: each setting `configFromEnv` reads (a client and its provider share the object). */
+const NAMED_SETTINGS =
+  "baseUrl pciBaseUrl clientId clientSecret audience tokenUrl bodyFormat clientAuthentication"
+    .split(" ");
+
 /** A `settingNames` option: what each of `settings` is called where it was configured, by default itself. */
 export function settingNamesOf<S extends string>(
   given: unknown,
   settings: readonly S[],
   context: string,
 ): Record<S, string> {
-  if (given !== undefined) requireOptions(given, context, "settingNames");
+  if (given !== undefined) {
+    requireKnownOptions(given, NAMED_SETTINGS, context, "settingNames");
+  }
   const names = {} as Record<S, string>;
   for (const setting of settings) {
     const name = fieldsOf(given)?.[setting];

@@ -5,7 +5,7 @@ import {
   fieldsOf,
   numberError,
   oneOf,
-  requireOptions,
+  requireKnownOptions,
   tried,
   typeError,
 } from "../core/_check.ts";
@@ -39,7 +39,9 @@ export function checkedFaults(faults: readonly FakeFault[], context: string) {
 }
 
 function checkFault(fault: unknown, context: string, at: string) {
-  requireOptions(fault, context, at);
+  // Every kind's fields: a misspelt one (`retryAftr`) went unread.
+  const fields = ["kind", "status", "retryAfter", "headers", "ms", "body"];
+  requireKnownOptions(fault, fields, context, at);
   const { kind, status, body, headers, ...times } = fieldsOf(fault)!;
   oneOf(kind ?? "", KINDS, context, `${at}.kind`); // none: refused, not the first kind
   for (const [key, rule] of FAULT_BOUNDS) {

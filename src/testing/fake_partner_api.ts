@@ -6,11 +6,12 @@ import {
   checkNumber,
   requireDeno,
   requireFunction,
-  requireOptions,
+  requireKnownOptions,
 } from "../core/_check.ts";
 import { json } from "./_fake_http.ts";
 import { createFakePartnerService, type FakeControls } from "./fake_service.ts";
 import type { FakePartnerServiceOptions } from "./fake_options.ts";
+import { SERVICE_OPTIONS } from "./_service_options.ts";
 
 /**
  * Options of {@linkcode startFakePartnerApi}: those of the service, and where it listens.
@@ -189,7 +190,8 @@ export async function startFakePartnerApi(
  * and `onRequest`. The rest is the service's, which refuses what is no option of either.
  */
 function serverOptions(options: FakePartnerApiOptions) {
-  requireOptions(options, CONTEXT);
+  const names = [...SERVICE_OPTIONS, "port", "pciPort", "onRequest"];
+  requireKnownOptions(options, names, CONTEXT);
   const { port: _, pciPort: _pci, onRequest, ...serviceOptions } = options;
   const port = (name: "port" | "pciPort") => {
     const rule = "non-negative integer";

@@ -8,7 +8,6 @@ import {
   checkNumber,
   type NumberRule,
   oneOf,
-  optionNames,
   requireKnownOptions,
   requireText,
   typeError,
@@ -30,6 +29,7 @@ import {
   randomText,
 } from "./_fake_http.ts";
 import { fakeTokenEndpoint, quotaCounter } from "./_fake_token.ts";
+import { SERVICE_OPTIONS } from "./_service_options.ts";
 import type {
   FakeCredentials,
   FakeFault,
@@ -132,9 +132,6 @@ export interface FakePartnerService extends FakeControls {
 }
 
 const CONTEXT = "Cannot start fake partner API";
-const SERVICE_OPTIONS = optionNames<FakePartnerServiceOptions>()(
-  "tokenLifetime quota now retryAfter faults items seed latency apiRateLimit listEnvelope credentials tokenBodyFormats churn maxLimit beyondMaxLimit",
-);
 const AUDIENCE = "https://partner-api.fake";
 const BEYOND = ["refuse", "cut"] as const;
 const WHOLE = "whole time in ms, at most 2147483647";

@@ -3,7 +3,12 @@
 import type { Environment } from "../core/environment.ts";
 import { requestWithRetries } from "./_protocol.ts";
 import { backoffFrom } from "../core/_attempt_loop.ts";
-import { optionNames, requireSignal } from "../core/_check.ts";
+import {
+  fieldsOf,
+  optionNames,
+  requireSignal,
+  typeError,
+} from "../core/_check.ts";
 import { providerConfig, tokenEndpoint } from "./_endpoint.ts";
 import { CachingTokenProvider } from "./_provider.ts";
 import { providerSecrets } from "../core/_redact.ts";
@@ -48,6 +53,12 @@ export async function requestToken(
   options: TokenRequestOptions,
 ): Promise<IssuedToken> {
   const context = "Cannot request token";
+  if (fieldsOf(options)?.environment !== undefined) {
+    // createTokenProvider takes one; here its fields go in, as the examples spread it.
+    const rule =
+      "is no option of requestToken: spread it ({ ...environment, clientId, clientSecret }), or give tokenUrl and audience";
+    throw typeError(context, "environment", rule);
+  }
   const endpoint = tokenEndpoint(options, context, REQUEST_OPTIONS);
   // One attempt: no retry, nobody listening.
   const sending = {
