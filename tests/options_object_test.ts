@@ -244,6 +244,22 @@ Deno.test("an option no entry knows (a misspelt name) is refused by every entry 
         ),
     ],
     ["metr", "meter", () => openTelemetry({ metr: {} } as never)],
+    // Review r181: list's own names, a sink's misspelt key before what it leaves missing.
+    [
+      "querry",
+      "query",
+      () => client.list("organizations", { querry: {} } as never),
+    ],
+    [
+      "tabel",
+      "table",
+      () => createSqliteSink(":memory:", { tabel: "t" } as never),
+    ],
+    [
+      "querry",
+      "query",
+      () => createPostgresSink({ querry: command, table: "t" } as never),
+    ],
     [
       "zzzzzzzzzz",
       undefined,
@@ -276,6 +292,17 @@ Deno.test("an option no entry knows (a misspelt name) is refused by every entry 
   // createTokenProvider takes an environment; requestToken its fields.
   const given = { ...api.credentials, environment: api.environment };
   await rejects(requestToken(given as never), { option: "environment" });
+  // Keys known elsewhere are refused with what to write instead (review r181 R2, R6).
+  const hinted =
+    (option: string) => (error: { option: string; rule: string }) =>
+      error.option === option && !/^is no option(;|$)/.test(error.rule);
+  const once = { ...api.credentials, tokenUrl, audience, retry: false };
+  await rejects(requestToken(once as never), hinted("retry"));
+  const spread = { ...api.environment, ...api.credentials };
+  throws(() => createClient(spread as never), hinted("baseUrl"));
+  const full = { id: "organizationID", sink, full: true };
+  const sync = syncList(client, "organizations", full as never);
+  await rejects(sync, hinted("full"));
   equal(api.sent.length, 0);
 });
 
@@ -309,11 +336,20 @@ Deno.test("an unknown option whose name is the client secret is refused without 
     () => client.list("organizations", keyed({})),
     () =>
       syncList(client, "organizations", keyed({ id: "organizationID", sink })),
+    // Another secret given beside the provider hid only itself (review r181 R4).
+    () =>
+      createClient(keyed({
+        environment: api.environment,
+        tokenProvider,
+        clientSecret: "x",
+      })),
   ];
   for (const make of makes) {
     const error = await Promise.try(make).then(() => {}, (e: Error) => e);
     equal(error?.constructor, TypeError);
-    for (const said of [String(error), JSON.stringify(error)]) {
+    for (
+      const said of [String(error), JSON.stringify(error), Deno.inspect(error)]
+    ) {
       equal(said.includes(clientSecret.slice(0, 12)), false, said);
     }
   }

@@ -12,12 +12,15 @@ import {
   requireClock,
   requireFunction,
   requireKnownOptions,
-  requireOptions,
   settingNamesOf,
   typeError,
 } from "../core/_check.ts";
 import { createRateLimiter } from "./rate_limit.ts";
-import { checkPriority, SERVICE_RATE_LIMIT } from "../core/_rate_options.ts";
+import {
+  checkPriority,
+  RATE_LIMIT_OPTIONS,
+  SERVICE_RATE_LIMIT,
+} from "../core/_rate_options.ts";
 import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
 import type { ClientOptions } from "./options.ts";
 import { SharedDeadlines } from "../core/_deadlines.ts";
@@ -32,68 +35,73 @@ const CLIENT_OPTIONS = optionNames<ClientOptions>()(
   "environment tokenProvider clientId clientSecret fetch timeout retry random now rateLimit priority onEvent settingNames quotaHeader bodyFormat clientAuthentication store refreshMargin onQuota waitUntil dangerouslyAllowBrowser",
 );
 
-/** Option names of 0.1 and where they went. */
-const RENAMED: Record<string, string> = {
-  requestTimeout: "timeout",
-  maxRetryAfter: "retry.maxRetryAfter",
+const ENVIRONMENT_FIELD =
+  "is the environment's: give it whole, as 'environment' (a provider takes its fields spread in; a client does not)";
+/** Keys refused with what to write instead: the names of 0.1, and an environment's fields spread in (review r181 R2). */
+const INSTEAD: Record<string, string> = {
+  requestTimeout: "is now 'timeout'",
+  maxRetryAfter: "is now 'retry.maxRetryAfter'",
+  baseUrl: ENVIRONMENT_FIELD,
+  pciBaseUrl: ENVIRONMENT_FIELD,
+  tokenUrl: ENVIRONMENT_FIELD,
+  audience: ENVIRONMENT_FIELD,
 };
 
 /** The client's checked options: its own environment and what sending needs. */
 export function clientConfig(options: ClientOptions) {
-  return secretOutOfChecks(secretIn(options), () => {
-    requireOptions(options, CONTEXT);
-    for (const [old, now] of Object.entries(RENAMED)) {
-      if (old in options) throw typeError(CONTEXT, old, `is now '${now}'`);
-    }
-    requireKnownOptions(options, CLIENT_OPTIONS, CONTEXT);
-    const environment = ownEnvironment(options.environment);
-    const now = requireClock(options.now, CONTEXT) ?? Date.now;
-    const random = requireFunction(options.random, CONTEXT, "random") ??
-      Math.random;
-    const rateLimiter = rateLimiterOf(options.rateLimit, now);
-    const timeout = timeoutWithin(options.timeout, rateLimiter?.hold);
-    // The client's own options first: a provider made below may start work (a store's key).
-    const own = {
-      fetch: requireFunction(options.fetch, CONTEXT, "fetch") ??
-        ((input: RequestInfo | URL, init?: RequestInit) => fetch(input, init)),
-      retry: { backoff: backoffFrom(options.retry, CONTEXT), random },
-      /** Paces every attempt; `undefined` when pacing is off. */
-      rateLimiter,
-      /** The priority of calls that give none. */
-      priority: checkPriority(options.priority, "auto", CONTEXT),
-      /** Hears every attempt, retry, renewal and wait; `undefined`: nobody. */
-      onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
-      /** What each base is called where it was configured (`settingNames`), for messages. */
-      baseNames: settingNamesOf(options.settingNames, BASES, CONTEXT),
-    };
-    const tokenProvider = tokenProviderOf(options, environment);
-    return {
-      environment,
-      context: {
-        ...own,
-        tokenProvider,
-        deadlines: new SharedDeadlines(timeout, now),
-        /**
-         * The provider's 401 ledger, shared by its clients (for a user's provider without one, the client's own): whether
-         * a 401 to this token may cost a fresh one (then invalidated).
-         */
-        renewAfterUnauthorized:
-          typeof tokenProvider.reportUnauthorized === "function"
-            ? (token: string) => tokenProvider.reportUnauthorized!(token)
-            : renewalLedger(now, (token) => tokenProvider.invalidate(token)),
-        now,
-        /** The credentials of its `createTokenProvider` provider: kept out of errors, as each token is. */
-        secrets: providerSecrets.get(tokenProvider) ?? [],
-      },
-    };
-  });
-}
-
-/** The secret the checks hide: given, or held by the provider given (a key of the options may be it: review r180 F1). */
-function secretIn(options: unknown) {
+  // Its secret, and its provider's: a key may be either (both given are refused below; review r180 F1, r181 R4).
   const { clientSecret, tokenProvider } = fieldsOf(options) ?? {};
   const held = providerSecrets.get(fieldsOf(tokenProvider) ?? {});
-  return clientSecret ?? held?.find((s) => typeof s === "object")?.secret;
+  const secret = held?.find((s) => typeof s === "object")?.secret;
+  return secretOutOfChecks(clientSecret, () =>
+    secretOutOfChecks(secret, () => {
+      requireKnownOptions(options, CLIENT_OPTIONS, CONTEXT, "options", INSTEAD);
+      return checkedConfig(options);
+    }));
+}
+
+/** The checks past the option names. */
+function checkedConfig(options: ClientOptions) {
+  const environment = ownEnvironment(options.environment);
+  const now = requireClock(options.now, CONTEXT) ?? Date.now;
+  const random = requireFunction(options.random, CONTEXT, "random") ??
+    Math.random;
+  const rateLimiter = rateLimiterOf(options.rateLimit, now);
+  const timeout = timeoutWithin(options.timeout, rateLimiter?.hold);
+  // The client's own options first: a provider made below may start work (a store's key).
+  const own = {
+    fetch: requireFunction(options.fetch, CONTEXT, "fetch") ??
+      ((input: RequestInfo | URL, init?: RequestInit) => fetch(input, init)),
+    retry: { backoff: backoffFrom(options.retry, CONTEXT), random },
+    /** Paces every attempt; `undefined` when pacing is off. */
+    rateLimiter,
+    /** The priority of calls that give none. */
+    priority: checkPriority(options.priority, "auto", CONTEXT),
+    /** Hears every attempt, retry, renewal and wait; `undefined`: nobody. */
+    onEvent: requireFunction(options.onEvent, CONTEXT, "onEvent"),
+    /** What each base is called where it was configured (`settingNames`), for messages. */
+    baseNames: settingNamesOf(options.settingNames, BASES, CONTEXT),
+  };
+  const tokenProvider = tokenProviderOf(options, environment);
+  return {
+    environment,
+    context: {
+      ...own,
+      tokenProvider,
+      deadlines: new SharedDeadlines(timeout, now),
+      /**
+       * The provider's 401 ledger, shared by its clients (for a user's provider without one, the client's own): whether
+       * a 401 to this token may cost a fresh one (then invalidated).
+       */
+      renewAfterUnauthorized:
+        typeof tokenProvider.reportUnauthorized === "function"
+          ? (token: string) => tokenProvider.reportUnauthorized!(token)
+          : renewalLedger(now, (token) => tokenProvider.invalidate(token)),
+      now,
+      /** The credentials of its `createTokenProvider` provider: kept out of errors, as each token is. */
+      secrets: providerSecrets.get(tokenProvider) ?? [],
+    },
+  };
 }
 
 /** A copy made by `defineEnvironment`'s own rules: nobody can move it later. */
@@ -197,12 +205,7 @@ function rateLimiterOf(
     throw typeError(CONTEXT, "rateLimit", rule);
   }
   if (rateLimit !== undefined) {
-    requireKnownOptions(
-      rateLimit,
-      ["requests", "interval"],
-      CONTEXT,
-      "rateLimit",
-    );
+    requireKnownOptions(rateLimit, RATE_LIMIT_OPTIONS, CONTEXT, "rateLimit");
   }
   return createRateLimiter({
     ...(rateLimit as RateLimit | undefined ?? SERVICE_RATE_LIMIT),

@@ -5,11 +5,18 @@ import { ApiError } from "../core/errors.ts";
 import {
   cut,
   requireFunction,
+  requireKnownOptions,
   requireOptions,
   typeError,
 } from "../core/_check.ts";
 import { type PageRequest, pageSearchParams } from "./paginate.ts";
-import { flatten, pageConfig, type Walked, walkPages } from "./_walk.ts";
+import {
+  flatten,
+  PAGE_OPTIONS,
+  pageConfig,
+  type Walked,
+  walkPages,
+} from "./_walk.ts";
 import type { ListOptions, Page } from "./pages.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
 import {
@@ -33,6 +40,7 @@ import {
 } from "./_send.ts";
 
 const CONTEXT = "Cannot list";
+const LIST_OPTIONS = [...PAGE_OPTIONS, "items", "query"];
 const EXCERPT_LENGTH = 300;
 /** The largest page body read; a larger one is refused without reading the rest. */
 const MAX_PAGE_BODY = 32 * 1024 * 1024;
@@ -51,7 +59,8 @@ function walkUnder<T>(
   // it as createClient's checks do (its id and audience may be a base's words: they stay).
   try {
     return secretOutOfChecks(clientSecret(context), () => {
-      requireOptions(options, CONTEXT); // a string is refused, not walked with the defaults
+      // A string is refused, not walked with the defaults; `querry` is named with its nearest (review r181 R1).
+      requireKnownOptions(options, LIST_OPTIONS, CONTEXT);
       const { items: pick, query, ...pageOptions } = options;
       const url = resolveUnder(base, path, CONTEXT);
       checkListPath(url, base);

@@ -17,7 +17,7 @@ import {
 import { checkPriority } from "../core/_rate_options.ts";
 
 export const CONTEXT = "Cannot paginate";
-const PAGE_OPTIONS = optionNames<PaginateOptions<unknown>>()(
+export const PAGE_OPTIONS = optionNames<PaginateOptions<unknown>>()(
   "limit page sortBy sortDirection maxItems maxPages concurrency dedupeBy until signal priority",
 );
 

@@ -143,27 +143,28 @@ type SameWords<S, K> = [Exclude<K, Words<S>> | Exclude<Words<S>, K>] extends
 /**
  * {@linkcode requireOptions}, then refuses an own key that is none of `names`: a misspelt option (`maxitems`) went
  * unread, and its default ruled without a word. A `TypeError` naming the key (under `option` when that is not
- * "options": `retry.retires`), and the nearest name.
+ * "options": `retry.retires`), its rule `hints`' for a key known elsewhere (a renamed option, an environment's field),
+ * else the nearest name.
  */
 export function requireKnownOptions(
   options: unknown,
   names: readonly string[],
   context: string,
   option = "options",
+  hints: Readonly<Record<string, string>> = {},
 ): asserts options is object {
   requireOptions(options, context, option);
   const found = Object.keys(options).find((key) => !names.includes(key));
   if (found === undefined) return;
   const key = cut(found, 40);
   const near = nearest(key, names);
-  const rule = near === undefined
+  const rule = Object.hasOwn(hints, found)
+    ? hints[found]!
+    : near === undefined
     ? "is no option"
     : `is no option; did you mean '${near}'?`;
-  throw typeError(
-    context,
-    option === "options" ? key : `${option}.${key}`,
-    rule,
-  );
+  const name = option === "options" ? key : `${option}.${key}`;
+  throw typeError(context, name, rule);
 }
 
 /** An option that is one of `values` (the first when undefined); else a `TypeError` naming them (and 40 characters of it). */

@@ -21,6 +21,9 @@ export const RATE_RULES = {
   interval: "positive whole time in ms, at most 2147483647",
 } as const satisfies Record<keyof RateLimit, NumberRule>;
 
+/** A rate limit's option names, for the checks of one given inside other options. */
+export const RATE_LIMIT_OPTIONS: readonly string[] = Object.keys(RATE_RULES);
+
 /** The checked `{ requests, interval }` (or `defaults`): `requests` to `most`, `interval` to a timer's most (callers would spin). */
 export function checkRateLimit(
   options: { requests?: number | undefined; interval?: number | undefined },

@@ -38,11 +38,9 @@ const FULL =
  * @throws {RangeError} (`option`) For a bad size, budget or share.
  */
 export function syncConfig<T>(path: string, options: SyncOptions<T>) {
-  requireOptions(options, CONTEXT);
-  if ((options as { full?: unknown }).full !== undefined) {
-    throw bad("full", FULL);
-  }
-  requireKnownOptions(options, SYNC_OPTIONS, CONTEXT);
+  requireKnownOptions(options, SYNC_OPTIONS, CONTEXT, "options", {
+    full: FULL,
+  });
   const id = options.id;
   if (typeof id !== "function") requireText(id, CONTEXT, "id");
   const sortBy = options.sortBy === undefined

@@ -153,7 +153,9 @@ export function sinkOptions(
   names: readonly string[],
   context: string,
 ): { table: string; lockWait: number } {
-  const table = options?.table;
+  // First: a misspelt `tabel` is named, not taken for a table missing (review r181 R3).
+  requireKnownOptions(options, names, context);
+  const table = options.table;
   if (
     typeof table !== "string" || !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(table) ||
     /^partner_api_sync(_lease|_stage|_seen)?(_changes)?$/i.test(table) // the sink's own
@@ -167,7 +169,6 @@ export function sinkOptions(
         : typeof table,
     );
   }
-  requireKnownOptions(options, names, context);
   return { table: `"${table}"`, lockWait: checkLockWait(options, context) };
 }
 

@@ -106,14 +106,14 @@ export interface PostgresSinkOptions
 export function createPostgresSink<T>(
   options: PostgresSinkOptions,
 ): SyncSink<T> {
-  if (typeof options?.query !== "function") {
-    throw typeError(CONTEXT, "query", "must be a function");
-  }
   const { table, lockWait } = kit.sinkOptions(
     options,
     POSTGRES_OPTIONS,
     CONTEXT,
   );
+  if (typeof options.query !== "function") {
+    throw typeError(CONTEXT, "query", "must be a function");
+  }
   const dialect = new PostgresDialect(table, options);
   return kit.sqlSink<T>(dialect, { ...options, lockWait });
 }

@@ -25,7 +25,7 @@ import { metrics, SpanStatusCode, trace } from "@opentelemetry/api";
 import { instruments, integerAttributes } from "./_instruments.ts";
 import type { EventListener, TokenRequestEvent } from "../core/events.ts";
 import { VERSION } from "../core/_version.ts";
-import { requireKnownOptions, tried } from "../core/_check.ts";
+import { optionNames, requireKnownOptions, tried } from "../core/_check.ts";
 import type {
   OpenTelemetryOptions,
   TelemetryAttributes,
@@ -62,7 +62,7 @@ const NAME = "@partner-api/client";
 export function openTelemetry(
   options: OpenTelemetryOptions = {},
 ): EventListener {
-  const names = ["tracer", "meter"];
+  const names = optionNames<OpenTelemetryOptions>()("tracer meter");
   requireKnownOptions(options, names, "Cannot record with OpenTelemetry");
   const tracer = options.tracer ?? trace.getTracer(NAME, VERSION);
   const meter = instruments(options.meter ?? metrics.getMeter(NAME, VERSION));

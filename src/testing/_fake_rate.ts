@@ -6,7 +6,11 @@ import {
   checkNumber,
   requireKnownOptions,
 } from "../core/_check.ts";
-import { MOST_WINDOW_REQUESTS, RATE_RULES } from "../core/_rate_options.ts";
+import {
+  MOST_WINDOW_REQUESTS,
+  RATE_LIMIT_OPTIONS,
+  RATE_RULES,
+} from "../core/_rate_options.ts";
 import { json } from "./_fake_http.ts";
 import type { FakeRateLimit } from "./fake_options.ts";
 
@@ -17,8 +21,7 @@ export function rateGate(
   context: string,
 ): () => Response | undefined {
   if (limit === undefined) return () => undefined;
-  const names = ["requests", "interval"];
-  requireKnownOptions(limit, names, context, "apiRateLimit");
+  requireKnownOptions(limit, RATE_LIMIT_OPTIONS, context, "apiRateLimit");
   const check = (field: keyof FakeRateLimit) => {
     const option = `apiRateLimit.${field}`;
     const rule = RATE_RULES[field];

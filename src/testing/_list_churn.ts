@@ -1,6 +1,11 @@
 // The fake's lists changing while paged; every cached order stays sorted (search and splice, no re-sort).
 
-import { checkNumber, requireKnownOptions, typeError } from "../core/_check.ts";
+import {
+  checkNumber,
+  optionNames,
+  requireKnownOptions,
+  typeError,
+} from "../core/_check.ts";
 import {
   amountOf,
   id,
@@ -26,7 +31,7 @@ export function churner(
   now: () => number,
 ): ((resource: ListResource) => void) | undefined {
   if (churn === undefined) return undefined;
-  const names = ["append", "insertAnywhere", "remove", "update"];
+  const names = optionNames<FakeChurn>()("append insertAnywhere remove update");
   requireKnownOptions(churn, names, CONTEXT, "churn");
   const { append, insertAnywhere, remove, update } = churn;
   const counts = { append, insertAnywhere, remove, update };

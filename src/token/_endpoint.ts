@@ -43,14 +43,9 @@ export type TokenEndpoint = Readonly<ReturnType<typeof tokenEndpoint>>;
 export function tokenEndpoint(
   options: Omit<TokenRequestOptions, "signal">,
   context: string,
-  names?: readonly string[],
 ) {
   const secret = fieldsOf(options)?.clientSecret;
-  return secretOutOfChecks(secret, () => {
-    // `names`: the options known, when not checked before (a key may be the secret: it is hidden as a value is).
-    if (names !== undefined) requireKnownOptions(options, names, context);
-    return endpointOf(options, context);
-  });
+  return secretOutOfChecks(secret, () => endpointOf(options, context));
 }
 
 function endpointOf(

@@ -6,9 +6,10 @@ import { backoffFrom } from "../core/_attempt_loop.ts";
 import {
   fieldsOf,
   optionNames,
+  requireKnownOptions,
   requireSignal,
-  typeError,
 } from "../core/_check.ts";
+import { secretOutOfChecks } from "../core/_option_secrets.ts";
 import { providerConfig, tokenEndpoint } from "./_endpoint.ts";
 import { CachingTokenProvider } from "./_provider.ts";
 import { providerSecrets } from "../core/_redact.ts";
@@ -20,13 +21,18 @@ import type {
   TokenRequestOptions,
 } from "./types.ts";
 
-// An environment spread in (`{ ...api.environment, ...api.credentials }`, as the examples write) is taken: its bases
-// go unread.
+// An environment spread in is taken (its bases go unread), as createTokenProvider takes it.
 const REQUEST_OPTIONS = optionNames<
   TokenRequestOptions & Partial<Environment>
 >()(
   "baseUrl pciBaseUrl tokenUrl audience clientId clientSecret fetch signal now quotaHeader bodyFormat timeout clientAuthentication settingNames",
 );
+/** Provider options refused with what to write instead. */
+const INSTEAD = {
+  environment:
+    "is no option of requestToken: spread it ({ ...environment, clientId, clientSecret }), or give tokenUrl and audience",
+  retry: "is no option of requestToken: it sends once (a provider retries)",
+};
 
 /**
  * Sends one client-credentials token request: no cache, no retry, at most `timeout` (30 s) to get the whole answer.
@@ -53,13 +59,11 @@ export async function requestToken(
   options: TokenRequestOptions,
 ): Promise<IssuedToken> {
   const context = "Cannot request token";
-  if (fieldsOf(options)?.environment !== undefined) {
-    // createTokenProvider takes one; here its fields go in, as the examples spread it.
-    const rule =
-      "is no option of requestToken: spread it ({ ...environment, clientId, clientSecret }), or give tokenUrl and audience";
-    throw typeError(context, "environment", rule);
-  }
-  const endpoint = tokenEndpoint(options, context, REQUEST_OPTIONS);
+  // A key may be the secret: hidden as a value is.
+  secretOutOfChecks(fieldsOf(options)?.clientSecret, () => {
+    requireKnownOptions(options, REQUEST_OPTIONS, context, "options", INSTEAD);
+  });
+  const endpoint = tokenEndpoint(options, context);
   // One attempt: no retry, nobody listening.
   const sending = {
     backoff: backoffFrom(false, context),
