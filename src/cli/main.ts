@@ -8,9 +8,11 @@ import { type Plan, plan } from "./_plan.ts";
 import { NAME } from "./_help.ts";
 import { CONFIG_OPTIONAL_VARIABLES, CONFIG_VARIABLES } from "../core/config.ts";
 import { execute, failureMessage } from "./_commands.ts";
+import { ApiError } from "../core/errors.ts";
 import {
   knownTokens,
   openSession,
+  programOf,
   readConfig,
   type RunIo,
   type Session,
@@ -64,7 +66,10 @@ export async function main(
     const verbose = !!planned && "verbose" in planned && planned.verbose;
     // With --no-cache too: the token an earlier run cached (read, never used; no folder made) may be in the line.
     const tokens = await knownTokens(run, opened.session);
-    return reportFailure(error, run, verbose, tokens);
+    const envFile = planned && "envFile" in planned
+      ? planned.envFile
+      : undefined;
+    return reportFailure(error, run, { verbose, tokens, envFile });
   }
 }
 
@@ -126,8 +131,11 @@ async function carryOut(
 function reportFailure(
   error: unknown,
   run: RunIo,
-  verbose: boolean,
-  tokens: readonly string[],
+  { verbose, tokens, envFile }: {
+    verbose: boolean;
+    tokens: readonly string[];
+    envFile: string | undefined;
+  },
 ): number {
   // A closed output (e.g. `| head`) leaves nothing to tell and nobody to tell it.
   if ((error as Error)?.name === "BrokenPipe") return 0;
@@ -146,11 +154,22 @@ function reportFailure(
   const clean = (text: string) =>
     escapeControls(shownText(redact(text, [...secrets, ...tokens]), hidden));
   const help = code === 2 ? ` (see ${run.helpHint ?? `${NAME} --help`})` : "";
-  run.stderr.write(`${NAME}: ${clean(message)}${help}\n`);
+  const clear = error instanceof ApiError && error.status === 401
+    ? clearHint(run, envFile)
+    : "";
+  run.stderr.write(`${NAME}: ${clean(message + clear)}${help}\n`);
   for (const line of verbose ? causeLines(error) : []) {
     run.stderr.write(`${clean(line)}\n`);
   }
   return code;
+}
+
+/** A refused token may be one a restarted fake no longer knows: the command that clears it (newcomer r181 N5). */
+function clearHint(run: RunIo, envFile: string | undefined): string {
+  const file = envFile === undefined ? "" : ` --env-file ${shellWord(envFile)}`;
+  return `; ${
+    programOf(run.helpHint)
+  } cache clear${file} removes the cached token`;
 }
 
 /**
