@@ -4,6 +4,7 @@ import {
   type FakePartnerApi,
   startFakePartnerApi,
 } from "../src/testing/mod.ts";
+import { requestToken } from "../src/token/mod.ts";
 import { manualClock } from "./_helpers.ts";
 import { inProcess } from "./_sync_fake.ts";
 
@@ -237,4 +238,28 @@ Deno.test("the fake dates a new transaction after every one it held, the newest 
   service.insertTransactions(1);
   const added = [...(await dated()).values()].sort().at(-1)!;
   ok(added > date, `${added} after ${date}`);
+});
+
+Deno.test("the fake's 429 names its window as the service words it: '1 second', '2 seconds', '5 minutes' (it said '1 seconds')", async () => {
+  const said = [];
+  for (const interval of [1000, 2000, 300_000]) {
+    await using api = await startFakePartnerApi({
+      apiRateLimit: { requests: 2, interval },
+    });
+    const token = await requestToken({
+      ...api.environment,
+      ...api.credentials,
+    });
+    const headers = { authorization: `Bearer ${token.accessToken}` };
+    const url = new URL("organizations", api.environment.baseUrl);
+    for (let i = 0; i < 2; i++) await (await fetch(url, { headers })).text();
+    const refused = await fetch(url, { headers });
+    equal(refused.status, 429);
+    said.push((await refused.json()).error);
+  }
+  deepStrictEqual(said, [
+    "Sending more than 2 requests in 1 second is not allowed",
+    "Sending more than 2 requests in 2 seconds is not allowed",
+    "Sending more than 2 requests in 5 minutes is not allowed",
+  ]);
 });
