@@ -215,6 +215,8 @@ Deno.test("an option no entry knows (a misspelt name) is refused by every entry 
       "retryAfter",
       fake({ faults: [{ kind: "status", status: 503, retryAftr: 5 }] }),
     ],
+    // Another kind's field goes unread too (review r181 R9).
+    ["faults[0].ms", undefined, fake({ faults: [{ kind: "drop", ms: 5 }] })],
     // Review r180: inside createClient, the client's words; settingNames of either side.
     [
       "rateLimit.intervall",

@@ -6,6 +6,7 @@ import {
   numberError,
   oneOf,
   requireKnownOptions,
+  requireOptions,
   tried,
   typeError,
 } from "../core/_check.ts";
@@ -25,7 +26,14 @@ const FAULT_BOUNDS = [
   ["retryAfter", "non-negative whole time in s, at most 2147483"],
 ] as const;
 
-const KINDS: readonly FakeFault["kind"][] = ["status", "delay", "drop", "body"];
+/** Each kind's fields besides `kind`: another (`retryAftr`, or `ms` on a drop) would go unread. */
+const FIELDS: Record<FakeFault["kind"], readonly string[]> = {
+  status: ["status", "retryAfter", "headers"],
+  delay: ["ms"],
+  drop: [],
+  body: ["body", "status", "headers"],
+};
+const KINDS = Object.keys(FIELDS) as FakeFault["kind"][];
 
 /** `faults`, checked: a fault mistyped would answer a 500 of its own, which a test takes for the one it scripted. */
 export function checkedFaults(faults: readonly FakeFault[], context: string) {
@@ -39,11 +47,11 @@ export function checkedFaults(faults: readonly FakeFault[], context: string) {
 }
 
 function checkFault(fault: unknown, context: string, at: string) {
-  // Every kind's fields: a misspelt one (`retryAftr`) went unread.
-  const fields = ["kind", "status", "retryAfter", "headers", "ms", "body"];
-  requireKnownOptions(fault, fields, context, at);
+  requireOptions(fault, context, at);
   const { kind, status, body, headers, ...times } = fieldsOf(fault)!;
   oneOf(kind ?? "", KINDS, context, `${at}.kind`); // none: refused, not the first kind
+  const fields = ["kind", ...FIELDS[kind as FakeFault["kind"]]];
+  requireKnownOptions(fault, fields, context, at);
   for (const [key, rule] of FAULT_BOUNDS) {
     const time = times[key] as number | undefined;
     checkNumber(time, 0, rule, context, `${at}.${key}`);
