@@ -10,6 +10,7 @@ import {
 import { createClient } from "../src/client/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { configFor } from "./_cli_helpers.ts";
+import { NAMED_SETTINGS } from "../src/core/_check.ts";
 
 Deno.test("configFromEnv() gives what createClient needs", async () => {
   await using api = await startFakePartnerApi();
@@ -153,4 +154,14 @@ Deno.test("configFromEnv() on Deno never reads globalThis.process (loading it co
     Object.defineProperty(globalThis, "process", original);
   }
   equal(reads, 0);
+});
+
+Deno.test("settingNames takes each name configFromEnv writes, no more (a client and its provider read one object)", () => {
+  const config = configFromEnv({
+    ...Object.fromEntries(
+      Object.values(CONFIG_VARIABLES).map((name) => [name, "https://x/api/"]),
+    ),
+  });
+  const written = Object.keys(config.settingNames ?? {});
+  deepStrictEqual(new Set(NAMED_SETTINGS), new Set(written));
 });

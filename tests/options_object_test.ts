@@ -283,6 +283,14 @@ Deno.test("an option no entry knows (a misspelt name) is refused by every entry 
       }, refused);
     }
   }
+  // Keys that cannot be read: a Proxy's trap threw its own error (review r180 F7).
+  const unreadable = new Proxy({}, {
+    ownKeys() {
+      throw new Error("no keys");
+    },
+  });
+  const walk = () => paginate(() => Promise.resolve([]), unreadable);
+  throws(walk, { name: "TypeError", option: "options" });
   const sink = createJsonlSink(".test-tmp/unread.jsonl");
   const run = { id: "organizationID", sink, sweeep: 0 };
   const refused = { name: "TypeError", option: "sweeep" };

@@ -154,7 +154,16 @@ export function requireKnownOptions(
   hints: Readonly<Record<string, string>> = {},
 ): asserts options is object {
   requireOptions(options, context, option);
-  const found = Object.keys(options).find((key) => !names.includes(key));
+  // A Proxy's trap may throw: its own error named no option (review r180 F7).
+  const keys = tried(() => Object.keys(options));
+  if (keys === undefined) {
+    throw typeError(
+      context,
+      option,
+      "must be an object whose keys can be read",
+    );
+  }
+  const found = keys.find((key) => !names.includes(key));
   if (found === undefined) return;
   const key = cut(found, 40);
   const near = nearest(key, names);
@@ -235,7 +244,7 @@ export function requireSortField(given: unknown, context: string): string {
 }
 
 /** What `settingNames` may name: each setting `configFromEnv` reads (a client and its provider share the object). */
-const NAMED_SETTINGS =
+export const NAMED_SETTINGS: readonly string[] =
   "baseUrl pciBaseUrl clientId clientSecret audience tokenUrl bodyFormat clientAuthentication"
     .split(" ");
 
