@@ -143,8 +143,8 @@ type SameWords<S, K> = [Exclude<K, Words<S>> | Exclude<Words<S>, K>] extends
 /**
  * {@linkcode requireOptions}, then refuses an own key that is none of `names`: a misspelt option (`maxitems`) went
  * unread, and its default ruled without a word. A `TypeError` naming the key (under `option` when that is not
- * "options": `retry.retires`), its rule `hints`' for a key known elsewhere (a renamed option, an environment's field),
- * else the nearest name.
+ * "options": `retry.retires`); its rule is the hint for a key known elsewhere (`hints`: a renamed option, an
+ * environment's field), else the nearest name.
  */
 export function requireKnownOptions(
   options: unknown,
