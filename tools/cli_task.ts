@@ -24,7 +24,8 @@ const flagValues = (flag: string) =>
       ? [arg.slice(flag.length + 1)]
       : []
   );
-const envFiles = flagValues("--env-file");
+// An empty one is the tool's to refuse: in a permission list it failed Deno's flag parsing, with a stack trace.
+const envFiles = flagValues("--env-file").filter((path) => path !== "");
 const copies = flagValues("--to").map((path) =>
   path.includes("/") ? path.slice(0, path.lastIndexOf("/")) || "/" : "."
 );

@@ -36,6 +36,8 @@ export async function withEnvFile(
   path: string,
   read: (path: string) => Promise<string>,
 ): Promise<(name: string) => string | undefined> {
+  // Empty: no file; read, it named none (`cannot read --env-file  (Error)`; the task's permission list crashed: r182 F1).
+  if (path === "") throw new UsageError("--env-file needs a file path");
   const text = await read(path).catch((error) => {
     if (error instanceof UsageError) throw error; // readEnvFile's own words
     throw new UsageError(

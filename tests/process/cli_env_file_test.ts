@@ -110,3 +110,19 @@ processTest(
     ok(!run.stderr.includes(`--allow-read=${file}`), run.stderr);
   },
 );
+
+processTest(
+  "an empty --env-file is a usage error naming the flag, through `deno task cli` as through the tool (the task's permission list crashed with Deno's stack trace, exit 1: r182 F1)",
+  async () => {
+    for (const args of [["quota"], ["cache", "clear"]]) {
+      const task = await new Command("deno", {
+        args: ["task", "--quiet", "cli", ...args, "--env-file", ""],
+        stdout: "null",
+        stderr: "piped",
+      }).output();
+      const said = new TextDecoder().decode(task.stderr);
+      equal(task.code, 2, said);
+      ok(said.startsWith("partner-api: --env-file needs a file path"), said);
+    }
+  },
+);
