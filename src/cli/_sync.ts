@@ -162,11 +162,15 @@ async function checkFolder(target: string): Promise<void> {
       error instanceof Deno.errors.NotCapable ? null : undefined
     );
   const info = await look(Deno.stat, folder);
-  // SQLite cannot open a folder either, and says only that (exit 1); a link is the sink's to refuse (lstat).
+  const seen = await look(Deno.lstat, target);
+  // SQLite cannot open a folder either, and says only that (exit 1); a link is the sink's to refuse (lstat). A FIFO or
+  // device was refused by the sink as a failure to retry (exit 1: r182 F2).
   const problem = info !== null && info?.isDirectory !== true
     ? `the folder ${folder} does not exist; create it, or give --to a path in a folder that does`
-    : (await look(Deno.lstat, target))?.isDirectory
+    : seen?.isDirectory
     ? `${target} is a folder, not a file. Nothing was changed: give --to a new file`
+    : seen && !seen.isFile && !seen.isSymlink
+    ? `${target} is not a plain file (a FIFO or a device). Nothing was changed: give --to a new file`
     : undefined;
   if (problem !== undefined) throw new UsageError(`--to ${target}: ${problem}`);
 }

@@ -3,7 +3,7 @@
 
 import { equal, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../../src/testing/mod.ts";
-import { configFor } from "../_cli_helpers.ts";
+import { configFor, run } from "../_cli_helpers.ts";
 import { cliCommand } from "./_cli_process.ts";
 import { scratchDir } from "./_fleet.ts";
 import { Command, processTest } from "../_processes.ts";
@@ -124,5 +124,22 @@ processTest(
       equal(task.code, 2, said);
       ok(said.startsWith("partner-api: --env-file needs a file path"), said);
     }
+  },
+);
+
+processTest(
+  "a FIFO at --to is a usage error naming --to, before any request (the sink refused it as a failure to retry, exit 1: r182 F2)",
+  async () => {
+    await using api = await startFakePartnerApi();
+    const folder = await scratchDir();
+    for (const name of ["copy.jsonl", "copy.db"]) {
+      const fifo = `${folder}/${name}`;
+      await make("mkfifo", fifo);
+      const args = ["sync", "transactions", "--to", fifo, "--no-cache"];
+      const result = await run(args, configFor(api));
+      equal(result.code, 2, result.stderr);
+      ok(result.stderr.startsWith(`partner-api: --to ${fifo}: `));
+    }
+    equal(api.tokenRequests, 0);
   },
 );
