@@ -92,7 +92,7 @@ Pages through a list under the API base and prints its items.
   --concurrency N        pages in flight, 1 to ${MAX_CONCURRENCY} (default 1); on a
                          list that changes while read, above 1 may skip an
                          item (read it with 1, or keep a copy with sync)
-  --query k=v            extra query parameter; repeat for more
+  --query k=v            extra query parameter; repeat for more keys (each once)
   --format F             jsonl, json, csv or table (default: table on a terminal,
                          jsonl otherwise); csv is RFC 4180 with one header
                          line and CRLF (\\r\\n) line ends
@@ -138,7 +138,7 @@ commits what it has (exit 130); a second run on the copy waits for the first.
                          budget (default 50); pages may be larger, up to what
                          the service accepts
   --concurrency N        windows in flight, 1 to ${MAX_CONCURRENCY} (default 1)
-  --query k=v            extra query parameter; repeat for more
+  --query k=v            extra query parameter; repeat for more keys (each once)
   --no-cache             no token cache: a token request of its own
 Needs read and write permission on FILE and the files next to it (SQLite
 FILE-wal, FILE-shm, FILE-journal); for JSONL, on its folder (each commit goes
