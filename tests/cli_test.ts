@@ -10,7 +10,7 @@ import denoJson from "../deno.json" with { type: "json" };
 import { createFileTokenStore } from "../src/store/mod.ts";
 import { createClient } from "../src/client/mod.ts";
 import { configFromEnv, type PartnerApiConfig } from "../src/core/config.ts";
-import { ApiError } from "../src/core/errors.ts";
+import { ApiError, TokenRequestError } from "../src/core/errors.ts";
 import { configFor, run } from "./_cli_helpers.ts";
 import { COMMAND_FLAGS, plan } from "../src/cli/_plan.ts";
 import { FLAGS } from "../src/cli/_flag_values.ts";
@@ -556,6 +556,25 @@ Deno.test("a permission Deno refuses outright (the demo's own server without --a
     code: 2,
   });
   equal(failureMessage(new Deno.errors.ConnectionRefused("refused")).code, 1);
+});
+
+Deno.test("a timeout's line says its limit once: its cause, the timer's own words, is not added (r182 F11: 'within 30000 ms: no answer within 30000 ms')", () => {
+  const timer = new DOMException("no answer within 30000 ms", "TimeoutError");
+  const said =
+    "Cannot get token: no answer from https://idp.example/token within 30000 ms";
+  for (
+    const error of [
+      new TokenRequestError(said, { reason: "timeout", cause: timer }),
+      new ApiError(said, {
+        reason: "timeout",
+        status: 0,
+        url: "https://api.example/api/x",
+        cause: timer,
+      }),
+    ]
+  ) {
+    deepStrictEqual(failureMessage(error), { message: said, code: 1 });
+  }
 });
 
 Deno.test("`demo` runs token, quota and list on one token", async () => {

@@ -221,7 +221,9 @@ export function failureMessage(error: unknown) {
   if (error instanceof TokenRequestError || error instanceof ApiError) {
     // Refused by Deno: its words ("run again with the --allow-net flag") name no host; the message names the flag.
     const refused = isPermissionError(error.cause);
+    // A timeout's cause is the timer's own words: the message says its limit already (r182 F11).
     const cause = error.cause instanceof Error && !refused &&
+        error.reason !== "timeout" &&
         !error.message.includes(error.cause.message)
       ? `: ${error.cause.message}`
       : "";
