@@ -257,6 +257,10 @@ Deno.test("completion prints a script for each shell; cache clear and logout say
     ok(script.stdout.includes("--max-items"));
   }
   equal((await run(["completion", "tcsh"], {})).code, 2);
+  // The word that is wrong is the one named (r182 F8: `bash`, for `bash extra`).
+  const extra = await run(["completion", "bash", "extra"], {});
+  equal(extra.code, 2);
+  ok(extra.stderr.includes(": received extra"), extra.stderr);
   let cleared = 0;
   const clearCache = () => Promise.resolve(`removed ${++cleared} cached token`);
   for (const args of [["cache", "clear"], ["logout"]]) {

@@ -146,7 +146,9 @@ function commandPlan(
 function shellOf(positionals: readonly string[]): Shell {
   const [shell, ...extra] = positionals;
   if (!SHELLS.includes(shell as Shell) || extra.length > 0) {
-    const received = shell === undefined ? "" : `: received ${shell}`;
+    // The word that is wrong: past a good shell, the first extra one (r182 F8 named `bash` for `bash extra`).
+    const wrong = SHELLS.includes(shell as Shell) ? extra[0] : shell;
+    const received = wrong === undefined ? "" : `: received ${wrong}`;
     throw new UsageError(
       `completion takes one shell: ${SHELLS.join(", ")}${received}`,
     );
