@@ -705,6 +705,22 @@ Deno.test("SQLite sink: a hard link to another file, planted as the database or 
   }
 });
 
+Deno.test("SQLite sink: a hard link planted at a new copy's journal is refused before the copy's file is made (r182 F3: an empty 0600 file stayed behind)", async () => {
+  for (const suffix of ["-wal", "-shm", "-journal"]) {
+    const [outside, bytes] = await outsideFile(`new-sqlite${suffix}`);
+    const path = await fresh(`new-linked${suffix}.db`);
+    await Deno.remove(`${path}${suffix}`).catch(() => {}); // an earlier test run's
+    await Deno.link(outside, `${path}${suffix}`);
+    await refused(
+      Promise.resolve().then(() => createSqliteSink(path, { table: "t" })),
+      "link",
+      `${path}${suffix}`,
+    );
+    await rejects(Deno.lstat(path), Deno.errors.NotFound, suffix);
+    equal(await Deno.readTextFile(outside), bytes, suffix);
+  }
+});
+
 Deno.test("JSONL sink: a hard link to another file, planted as the copy's .lock, .lock.takeover or .rewrite (files only runs make), is refused, naming it, and the file is left as it was", async () => {
   const items = Array.from({ length: 30 }, (_, i) => ({ n: `${1000 + i}` }));
   const service = listOf(() => items);

@@ -13,6 +13,7 @@ import {
 } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { constants, lstat, open, rename, unlink } from "node:fs/promises";
+import type { Stats } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { SyncError } from "./sync_error.ts";
 import { tried } from "../core/_check.ts";
@@ -27,15 +28,22 @@ const NEW = O_WRONLY | O_CREAT | O_EXCL;
  * of one was planted, a folder (whose nlink counts its entries) is no file. @throws {SyncError} (`"link"`) For a
  * symbolic link, or a hard link `plain`; (`"file"`) For what is not a file, `plain`.
  */
-export async function statOf(path: string, plain = false) {
-  const info = await lstat(path).catch((error) => {
-    if (code(error) === "ENOENT") return undefined;
-    throw fileError(path, "look at", error);
-  });
+export function statOf(path: string, plain = false): Stats | undefined {
+  const info = lstatOrNone(path);
   if (info?.isSymbolicLink()) throw refused(path, LINK, info);
   if (plain && info && !info.isFile()) throw notPlain(path);
   if (plain && info && info.nlink > 1) throw refused(path, HARD_LINK, info);
   return info;
+}
+
+/** What is at `path`, or undefined. @throws {SyncError} (`"file"`) When it cannot be looked at. */
+function lstatOrNone(path: string): Stats | undefined {
+  try {
+    return lstatSync(path);
+  } catch (error) {
+    if (code(error) === "ENOENT") return undefined;
+    throw fileError(path, "look at", error);
+  }
 }
 
 /**
@@ -57,19 +65,21 @@ export function assertOpenedAt(path: string, at: string | null | undefined) {
   if (at && own && at !== own) throw refused(path, REPLACED);
 }
 
-/** Creates an empty file at `path`, 0600, unless one is there, for SQLite to open. @throws {SyncError} (`"link"`, `"file"`) */
-export function createPrivate(path: string): void {
-  try {
-    const info = lstatSync(path);
-    if (info.isSymbolicLink()) throw refused(path, LINK, info);
-    return;
-  } catch (error) {
-    if (code(error) !== "ENOENT") throw fileError(path, "look at", error);
-  }
+/**
+ * Creates an empty file at `path`, 0600, unless one is there, for SQLite to open; only where each file SQLite keeps
+ * beside it (`path` and a suffix) is plain or absent, as `statOf` judges: a refusal would leave the new file behind.
+ * @throws {SyncError} (`"link"`, `"file"`)
+ */
+export function createPrivate(
+  path: string,
+  suffixes: readonly string[],
+): void {
+  if (statOf(path)) return;
+  for (const end of suffixes) statOf(path + end, true);
   try {
     closeSync(openSync(path, NEW | O_NOFOLLOW, FILE_MODE));
   } catch (error) {
-    if (code(error) === "EEXIST") return createPrivate(path);
+    if (code(error) === "EEXIST") return createPrivate(path, suffixes);
     throw fileError(path, "create", error);
   }
 }
@@ -235,7 +245,7 @@ export async function replaceFile(path: string, text: string, run: string) {
 
 /** Renames `from` over `to`, once `to` is no link (refused, not replaced); a failure names `to`, the file replaced. */
 export async function renameFile(from: string, to: string): Promise<void> {
-  await statOf(to);
+  statOf(to);
   await rename(from, to).catch((error) => {
     throw fileError(to, `rename ${from} to`, error);
   });

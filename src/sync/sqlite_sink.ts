@@ -41,6 +41,7 @@ import {
 } from "./_sqlite_commits.ts";
 
 const CONTEXT = "Cannot create SQLite sink";
+const JOURNALS = ["-wal", "-shm", "-journal"]; // files SQLite keeps beside a database
 const SQLITE_OPTIONS = optionNames<SqliteSinkOptions>()(
   "table lockWait onLockWait now",
 );
@@ -195,8 +196,8 @@ class SqliteDialect implements kit.SqlDialect {
   async read(signal?: AbortSignal): Promise<kit.CopyState> {
     if (this.#file !== undefined) {
       // The database and its journal files plain files of one name, never through a link: SQLite writes them.
-      for (const suffix of ["", "-wal", "-shm", "-journal"]) {
-        await statOf(`${this.#file}${suffix}`, true);
+      for (const suffix of ["", ...JOURNALS]) {
+        statOf(`${this.#file}${suffix}`, true);
       }
       this.#identity = identityOf(this.#file, this.#absolute);
       assertOpenedAt(this.#file, tried(() => this.#db.location()));
@@ -388,7 +389,7 @@ function openDatabase(path: string): DatabaseSync {
       "needs node:sqlite, which Deno 2.2+, Node 22.13+ (22.5+ with --experimental-sqlite) and Bun have; on this runtime use createJsonlSink or createPostgresSink";
     throw typeError(CONTEXT, "database", rule);
   }
-  if (path !== ":memory:") createPrivate(path);
+  if (path !== ":memory:") createPrivate(path, JOURNALS);
   try {
     const db = new sqlite.DatabaseSync(path);
     db.exec("PRAGMA busy_timeout = 10000"); // a second run waits for the first's transaction
