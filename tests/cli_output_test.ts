@@ -8,7 +8,7 @@ import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { configFor, run } from "./_cli_helpers.ts";
 import { withFakeTimers } from "./_helpers.ts";
 import { drive, inProcessFake, trackedIo } from "./_fast_setup.ts";
-import { gauge } from "../src/cli/_render.ts";
+import { gauge, table } from "../src/cli/_render.ts";
 
 /**
  * Runs `work` with the runtime's fetch (which the tool uses) replaced by
@@ -100,6 +100,27 @@ Deno.test("a quota bucket's gauge is a bar of its width whatever the service rep
       const bar = gauge(bucket, 20).match(/[█░]+/)?.[0] ?? "";
       equal(bar.length, 20);
     }),
+  );
+});
+
+Deno.test("a table's columns line up on the screen: a wide character takes two columns, a combining mark none (r182 F4: widths were counted in UTF-16 code units)", () => {
+  const rows = [
+    { name: "東京", id: "a" },
+    { name: "Zoe\u0308", id: "b" },
+    { name: "😀x", id: "c" },
+    { name: "界".repeat(25), id: "d" },
+  ];
+  const wide = "界".repeat(19) + "…"; // 40 columns at most: 19 of 2, and the mark
+  equal(
+    table(["name", "id"], rows),
+    [
+      `name${" ".repeat(35)}  id`,
+      `東京${" ".repeat(35)}  a`,
+      `Zoe\u0308${" ".repeat(36)}  b`,
+      `😀x${" ".repeat(36)}  c`,
+      `${wide}  d`,
+      "",
+    ].join("\n"),
   );
 });
 

@@ -2,7 +2,6 @@
 
 import type { QuotaBucket } from "../core/quota.ts";
 import { escapeControls } from "../core/_redact.ts";
-import { cut } from "../core/_check.ts";
 import type { CliWriter } from "./io.ts";
 
 /** "59 min", "23 h 5 min", "12 s". */
@@ -30,10 +29,34 @@ export function utcTime(epochMs: number): string {
   return `${minute.replace("T", " ")} UTC`;
 }
 
-/** A value as a table cell: text, escaped, cut to 40 characters. */
+/** A value as a table cell: text, escaped, cut to 40 screen columns. */
 function cell(value: unknown): string {
   const text = typeof value === "string" ? value : JSON.stringify(value) ?? "";
-  return cut(escapeControls(text), 40);
+  return fit(escapeControls(text), 40);
+}
+
+// Characters a terminal draws two columns wide (East Asian wide and fullwidth, emoji), and those it draws over the one
+// before (combining marks, zero-width): a width in UTF-16 code units put the columns of a CJK name out of line.
+const WIDE =
+  /[\u1100-\u115F\u2E80-\u303E\u3041-\u33FF\u3400-\u4DBF\u4E00-\u9FFF\uA000-\uA4CF\uAC00-\uD7A3\uF900-\uFAFF\uFE30-\uFE4F\uFF00-\uFF60\uFFE0-\uFFE6\u{1F300}-\u{1F64F}\u{1F900}-\u{1F9FF}\u{20000}-\u{3FFFD}]/u;
+const NONE = /[\p{Mn}\p{Me}\u200B-\u200F]/u;
+
+/** How many screen columns `text` takes. */
+function columnsOf(text: string): number {
+  let columns = 0;
+  for (const c of text) columns += NONE.test(c) ? 0 : WIDE.test(c) ? 2 : 1;
+  return columns;
+}
+
+/** `text` in at most `width` screen columns: when cut, it ends with "…". */
+function fit(text: string, width: number): string {
+  if (columnsOf(text) <= width) return text;
+  let kept = "";
+  for (const c of text) {
+    if (columnsOf(kept + c) > width - 1) break;
+    kept += c;
+  }
+  return `${kept}…`;
 }
 
 /** Columns, their widths, and which align right (numbers). */
@@ -47,8 +70,10 @@ export function layOut(
   return {
     columns,
     widths: columns.map((column) => {
-      let width = cell(column).length;
-      for (const row of rows) width = Math.max(width, cell(row[column]).length);
+      let width = columnsOf(cell(column));
+      for (const row of rows) {
+        width = Math.max(width, columnsOf(cell(row[column])));
+      }
       return width;
     }),
     numeric: columns.map((column) =>
@@ -61,8 +86,9 @@ export function layOut(
 export function row(layout: Layout, item: Record<string, unknown>): string {
   return layout.columns.map((column, i) => {
     const width = layout.widths[i]!;
-    const text = cut(cell(item[column]), width);
-    return layout.numeric[i] ? text.padStart(width) : text.padEnd(width);
+    const text = fit(cell(item[column]), width);
+    const pad = " ".repeat(width - columnsOf(text));
+    return layout.numeric[i] ? pad + text : text + pad;
   }).join("  ").trimEnd() + "\n";
 }
 
