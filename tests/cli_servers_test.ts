@@ -134,6 +134,21 @@ Deno.test("--fields reads an item's own fields only: an item without 'constructo
   equal(csv.stdout, "id,constructor\r\na,x\r\nb,\r\n");
 });
 
+Deno.test("--fields suggests no field it could not pick: a name with a comma, or spaces at its ends (attack r182 F7: 'a,b' was suggested for 'a', and could not be given)", async () => {
+  using api = inProcessFake();
+  const items = [{ id: "x", "a,b": 1, " c": 2 }];
+  const answer = besideFake(api, () => Response.json({ items }));
+  const config = configFor({ ...api, environment: answer.environment });
+  for (const typo of ["a", "c"]) {
+    const args = ["--fields", `id,${typo}`, "--no-cache"];
+    const result = await run(["list", "things", ...args], config, undefined, {
+      fetch: answer.fetch,
+    });
+    equal(result.code, 2, result.stderr);
+    ok(!/did you mean (a,b| c)\?/.test(result.stderr), result.stderr);
+  }
+});
+
 Deno.test("--no-cache, as --help says: every run requests a token of its own", async () => {
   await using api = await startFakePartnerApi();
   for (let i = 0; i < 2; i++) {

@@ -31,7 +31,11 @@ function fieldsRefusal(fields: readonly string[], page: readonly unknown[]) {
   );
   const unknown = fields.find((field) => !keys.has(field));
   if (unknown === undefined) return undefined;
-  const near = nearest(unknown, [...keys]);
+  // Only names --fields can give: it splits at commas and trims.
+  const pickable = [...keys].filter((key) =>
+    !key.includes(",") && key.trim() === key
+  );
+  const near = nearest(unknown, pickable);
   const hint = near ? `; did you mean ${near}?` : "";
   return new UsageError(
     `--fields: no item of the first page has '${unknown}'${hint}`,
