@@ -6,6 +6,7 @@ import {
   CONFIG_VARIABLES,
   type ConfigError,
   configFromEnv,
+  type EnvSource,
 } from "../src/core/config.ts";
 import { createClient } from "../src/client/mod.ts";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
@@ -115,6 +116,35 @@ Deno.test("configFromEnv() offers no variable it reads as a near miss of another
         );
         return true;
       });
+    }
+  }
+});
+
+Deno.test("configFromEnv() refuses a value that is no text, naming its variable and never the value, from a record or a function (attack r183b F1: a URL or a number failed 'read(...)?.trim is not a function', naming nothing)", () => {
+  const full: Record<string, unknown> = {
+    PARTNER_API_BASE_URL: "https://api.example/api/",
+    PARTNER_API_PCI_BASE_URL: "https://pci.example/api/",
+    PARTNER_API_TOKEN_URL: "https://idp.example/token",
+    PARTNER_API_AUDIENCE: "https://api.example",
+    PARTNER_API_CLIENT_ID: "client-0123",
+    PARTNER_API_CLIENT_SECRET: "secret-0123",
+  };
+  const variables = [
+    ...Object.values(CONFIG_VARIABLES),
+    ...Object.values(CONFIG_OPTIONAL_VARIABLES),
+  ];
+  for (const variable of variables) {
+    for (const value of [new URL("https://idp.example/t"), 987654321]) {
+      const env = { ...full, [variable]: value };
+      for (const source of [env, (name: string) => env[name]]) {
+        throws(() => configFromEnv(source as EnvSource), (error: unknown) => {
+          ok(error instanceof TypeError);
+          equal((error as ConfigError).option, variable);
+          equal((error as ConfigError).rule, "must be a string");
+          ok(!error.message.includes(String(value)), error.message);
+          return true;
+        });
+      }
     }
   }
 });

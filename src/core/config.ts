@@ -168,7 +168,8 @@ type ReadVariable = (name: string) => string | undefined;
  * @param env Where to read them; by default `Deno.env` or `process.env`.
  * @throws {TypeError} A {@linkcode ConfigError} naming every missing variable
  * (and a near miss that is set, e.g. `PARTNER_API_BASEURL`), or the variable
- * whose value breaks a rule of `defineEnvironment` or of its values.
+ * whose value breaks a rule of `defineEnvironment` or of its values, or is
+ * no string (`"must be a string"`).
  *
  * @example Naming what is missing
  * ```ts
@@ -187,7 +188,7 @@ export function configFromEnv(env: EnvSource = processEnv()): PartnerApiConfig {
   const values: Record<string, string> = {};
   const missing: string[] = [];
   for (const [option, variable] of Object.entries(CONFIG_VARIABLES)) {
-    const value = read(variable)?.trim();
+    const value = textOf(read(variable), variable);
     if (value === undefined || value === "") missing.push(variable);
     else values[option] = value;
   }
@@ -218,7 +219,7 @@ function optionalValues(
   const found: Record<string, string> = {};
   for (const [option, variable] of Object.entries(CONFIG_OPTIONAL_VARIABLES)) {
     // A variable it may not read counts as unset: e.g. --allow-env naming only the six it needs.
-    const value = tried(() => read(variable))?.trim();
+    const value = textOf(tried(() => read(variable)), variable);
     if (value === undefined || value === "") continue;
     const allowed: readonly string[] =
       OPTIONAL_VALUES[option as keyof typeof OPTIONAL_VALUES];
@@ -228,6 +229,15 @@ function optionalValues(
     found[option] = value;
   }
   return found;
+}
+
+/** A variable's value, trimmed; undefined when unset. A value that is no text (a `URL`, a number) is refused. */
+function textOf(value: unknown, variable: string): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "string") {
+    throw configError(variable, "must be a string");
+  }
+  return value.trim();
 }
 
 function missingError(missing: string[], read: ReadVariable, env: EnvSource) {
