@@ -6,7 +6,7 @@
 // npm publishes it (`npm pack`) and installs the tarball, with
 // `@opentelemetry/api` beside it, into an npm project, as from a registry.
 // There, on Node 20 (the machine's) and Node 22 (npm's `node` package,
-// pinned): every entry but the Deno-only `./cli` imports by package name,
+// pinned): every entry imports by package name,
 // and each Deno-only function (`./kv`'s, the file store's,
 // `startFakePartnerApi`, `./cli`'s `main`) says so when called (a TypeError, not at import);
 // a script gets a token for three clients sharing a memory store, a page
@@ -39,8 +39,8 @@ const NODE22 = ".test-tmp/node22/node_modules/node/bin/node";
 /** npm, quietly: errors only. */
 const QUIET = ["--no-audit", "--no-fund", "--loglevel=error"];
 const OTEL = imports["@opentelemetry/api"]!.replace(/^npm:/, "");
-/** Every entry by package name, but the CLI, which runs on Deno only. */
-const FOR_NODE = Object.keys(exports).filter((path) => path !== "./cli")
+/** Every entry by package name, the CLI's too (its `main` takes an `io` off Deno). */
+const FOR_NODE = Object.keys(exports)
   .map((path) => path === "." ? name : `${name}/${path.slice(2)}`);
 
 async function run(command: string, args: string[], cwd = ".") {
@@ -138,7 +138,7 @@ async function onEachNode(script: string): Promise<unknown[]> {
 }
 
 /**
- * Imports every entry but the CLI by package name: for each, "loaded" or
+ * Imports every entry by package name: for each, "loaded" or
  * the error; what `./kv`'s two functions throw when used outside Deno
  * (given an object that looks like a KV database); and what the other
  * Deno-only functions throw when called with good arguments, and whether
