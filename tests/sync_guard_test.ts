@@ -1967,6 +1967,35 @@ Deno.test("page 1 answered stale at the window's size, keeping the list's first 
   }
 });
 
+Deno.test("page 1 read again empty, after a sweep window that read the list, is no word on the list's start: a row that window left out is not removed, with sweep 1 or Infinity (attack r183a F1: four bad answers removed one of 300 and published its delete)", async () => {
+  for (const sweep of [1, Infinity]) {
+    for (const copy of await copies(`page-one-empty-${sweep}`)) {
+      const list = things(300), left = list[6]!.thingID;
+      let faults: ((page: readonly Thing[]) => readonly Thing[])[] = [];
+      const service = listOf(() => list, {
+        answer: (page) => (faults.shift() ?? ((p) => p))(page as Thing[]),
+      });
+      const options = { id: "thingID", sink: copy.sink, limit: 50, sweep };
+      await syncList(service.client, "things", { ...options, sweep: Infinity });
+      faults = [
+        () => list.slice(87), // a page from further on
+        () => list.slice(265, 282),
+        () => list.slice(219),
+        (page) => page.filter((t) => t.thingID !== left), // one left out
+        () => [], // and page 1 read again: empty
+      ];
+      await syncList(service.client, "things", options).catch((error) => {
+        ok(error instanceof SyncError, String(error)); // no other failure
+      });
+      ok(copy.ids().includes(left), `${copy.kind} ${sweep}`);
+      faults = [];
+      await syncList(service.client, "things", { ...options, sweep: Infinity });
+      deepStrictEqual(copy.ids(), list.map((t) => t.thingID).sort());
+      copy.database?.close();
+    }
+  }
+});
+
 Deno.test("page 1 answered stale at the window's size removes none of the rows it leaves out where the pass's last windows are smaller (newest first, 1,000 items in pages of 100: r171b F1, 70 removed) or the service lowers its largest page mid-run (100 to 50: r171b F3, 49 removed), or past two pages (250 left out of 3,000: r171c F1, 81 removed)", async () => {
   const cases = [
     { descending: true, n: 1000, kept: 29, out: 70, lowerAfter: Infinity },

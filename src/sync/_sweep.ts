@@ -227,6 +227,8 @@ async function showListStart<T>(
     if (first === undefined) continue; // refused: a least page size
     // At the size page 1 came back: a service that lowered its largest page mid-run cut it (r171b F3: 49 of 1,000).
     const got = first.length;
+    // Empty after reads that showed items (r183a F1: it confirmed a page 1 that left one of 300 out, which went).
+    if (got === 0 && run.committer.tally.read > 0) throw emptyStart(run);
     for (let page = 1, read = first; got > 0; page++) {
       for (const { id } of read) shown.add(id);
       const far = last === undefined ? page >= 2 : read.some(past);
@@ -240,6 +242,13 @@ async function showListStart<T>(
     }
     return;
   }
+}
+
+/** The refusal of a cycle's end whose read of page 1 came back empty, though this run's reads showed items. */
+function emptyStart<T>({ config }: SweepRun<T>) {
+  const message =
+    `Cannot sync ${config.identity.path}: the list's first page, read again before the sweep's cycle ends, came back empty, though this run read items from the list: an answer that cannot be trusted (a cache, another list); nothing of the cycle was removed: run again`;
+  return new SyncError(message, "unordered");
 }
 
 /**
