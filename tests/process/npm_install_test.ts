@@ -145,12 +145,20 @@ async function onEachNode(script: string): Promise<unknown[]> {
  * the file store touched its folder first.
  */
 const ENTRIES = `import { existsSync } from "node:fs";
-const imported = {};
+import { createRequire } from "node:module";
+const imported = {}, required = {};
+// From CommonJS too, as README › Install says: Node 20.19+ and 22.12+ require ES modules.
+const require = createRequire(import.meta.url);
 for (const name of ${JSON.stringify(FOR_NODE)}) {
   imported[name] = await import(name).then(
     (module) => Object.keys(module).length > 0 ? "loaded" : "empty",
     (error) => \`\${error.name}: \${error.message}\`,
   );
+  try {
+    required[name] = Object.keys(require(name)).length > 0 ? "loaded" : "empty";
+  } catch (error) {
+    required[name] = \`\${error.code ?? error.name}: \${error.message}\`;
+  }
 }
 const kv = await import("${name}/kv");
 const used = [kv.createKvTokenStore, kv.createKvRateLimiter].map((create) => {
@@ -203,7 +211,7 @@ const nowhere = {
 };
 const sync = await cli(["sync", "transactions", "--to", "off-deno.jsonl", "--no-cache"], nowhere);
 denoOnly.sync = { code: sync.code, token: /Cannot (request|get) token/.test(sync.said) };
-console.log(JSON.stringify({ node: process.versions.node.split(".")[0], imported, used, denoOnly }));
+console.log(JSON.stringify({ node: process.versions.node.split(".")[0], imported, required, used, denoOnly }));
 `;
 
 /** A token, a page and a JSONL sync, by package name, against the fake on node:http. */
@@ -418,11 +426,15 @@ cpuBoundTest(
 );
 
 cpuBoundTest(
-  "every entry but ./cli imports by package name on Node 20 and Node 22, and each Deno-only function (./kv, the file store, startFakePartnerApi) says so when called",
+  "every entry imports and requires by package name on Node 20 and Node 22, and each Deno-only function (./kv, the file store, startFakePartnerApi, ./cli's main without an io) says so when called",
   async () => {
     await installedProject();
+    const loaded = Object.fromEntries(
+      FOR_NODE.map((entry) => [entry, "loaded"]),
+    );
     const expected = {
-      imported: Object.fromEntries(FOR_NODE.map((entry) => [entry, "loaded"])),
+      imported: loaded,
+      required: loaded,
       used: Array(2).fill({ name: "TypeError", option: "kv", denoOnly: true }),
       // Refused at the call, before any file or socket: an option error
       // naming what the runtime cannot serve.
