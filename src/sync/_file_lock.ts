@@ -86,7 +86,7 @@ async function create(path: string, token: string, now: () => number) {
 
 /** The lock's owner and last refresh, or undefined once it is gone. A link (planted, dangling or not) is refused, naming its owner. */
 async function look(path: string) {
-  const info = statOf(path, true);
+  const info = await statOf(path, true);
   if (info === undefined) return undefined;
   return { ...parse(await readText(path)), refreshedAt: info.mtime.getTime() };
 }

@@ -10,10 +10,10 @@ import {
   readFileSync,
   readSync,
   realpathSync,
+  type Stats,
 } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { constants, lstat, open, rename, unlink } from "node:fs/promises";
-import type { Stats } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { SyncError } from "./sync_error.ts";
 import { tried } from "../core/_check.ts";
@@ -28,18 +28,26 @@ const NEW = O_WRONLY | O_CREAT | O_EXCL;
  * of one was planted, a folder (whose nlink counts its entries) is no file. @throws {SyncError} (`"link"`) For a
  * symbolic link, or a hard link `plain`; (`"file"`) For what is not a file, `plain`.
  */
-export function statOf(path: string, plain = false): Stats | undefined {
-  const info = lstatOrNone(path);
+export async function statOf(path: string, plain = false) {
+  const info = await lstat(path).catch((error) => {
+    if (code(error) === "ENOENT") return undefined;
+    throw fileError(path, "look at", error);
+  });
+  return judged(path, info, plain);
+}
+
+/** `statOf`'s judgement of what lstat found at `path`. */
+function judged(path: string, info: Stats | undefined, plain: boolean) {
   if (info?.isSymbolicLink()) throw refused(path, LINK, info);
   if (plain && info && !info.isFile()) throw notPlain(path);
   if (plain && info && info.nlink > 1) throw refused(path, HARD_LINK, info);
   return info;
 }
 
-/** What is at `path`, or undefined. @throws {SyncError} (`"file"`) When it cannot be looked at. */
-function lstatOrNone(path: string): Stats | undefined {
+/** `statOf` at once, for `createPrivate` (called where a sink is made, outside any run's turns). */
+function statOfSync(path: string, plain = false) {
   try {
-    return lstatSync(path);
+    return judged(path, lstatSync(path), plain);
   } catch (error) {
     if (code(error) === "ENOENT") return undefined;
     throw fileError(path, "look at", error);
@@ -74,8 +82,8 @@ export function createPrivate(
   path: string,
   suffixes: readonly string[],
 ): void {
-  if (statOf(path)) return;
-  for (const end of suffixes) statOf(path + end, true);
+  if (statOfSync(path)) return;
+  for (const end of suffixes) statOfSync(path + end, true);
   try {
     closeSync(openSync(path, NEW | O_NOFOLLOW, FILE_MODE));
   } catch (error) {
@@ -245,7 +253,7 @@ export async function replaceFile(path: string, text: string, run: string) {
 
 /** Renames `from` over `to`, once `to` is no link (refused, not replaced); a failure names `to`, the file replaced. */
 export async function renameFile(from: string, to: string): Promise<void> {
-  statOf(to);
+  await statOf(to);
   await rename(from, to).catch((error) => {
     throw fileError(to, `rename ${from} to`, error);
   });

@@ -110,7 +110,7 @@ type Replaced = NonNullable<Committed["replaces"]>;
 
 /** Checks the copy (and a rewrite) against its side file; reads only. @throws {SyncError} (`"sink-mismatch"`, `"link"`, `"file"`) */
 export async function checkCopy(files: CopyFiles) {
-  const copy = statOf(files.copy);
+  const copy = await statOf(files.copy);
   if (copy?.isDirectory()) {
     // As a folder where any other file of a copy belongs, SQLite's too.
     const message =
@@ -133,7 +133,7 @@ export async function checkCopy(files: CopyFiles) {
   await expectEnd(files, files.copy, committed.end);
   if (committed.rewrite === undefined) return committed;
   // A cycle's rewrite removed between runs (it looks temporary): the copy stands as committed, the cycle begins again.
-  if (statOf(files.rewrite) === undefined) {
+  if (await statOf(files.rewrite) === undefined) {
     const { sweep: _, ...checkpoint } = committed.checkpoint!;
     return { checkpoint, end: committed.end };
   }
@@ -150,7 +150,7 @@ export async function expectEnd(
   instead?: string,
 ): Promise<void> {
   const { first, last, length } = end;
-  const size = statOf(path)?.size ?? 0;
+  const size = (await statOf(path))?.size ?? 0;
   const fewer =
     `fewer than the ${length} that ${files.side} says were committed`;
   if (size < length) {
@@ -176,7 +176,7 @@ async function renamingState(
   committed: Committed,
 ): Promise<Committed> {
   const { replaces, checkpoint, end } = committed;
-  const rewrite = statOf(files.rewrite) &&
+  const rewrite = await statOf(files.rewrite) &&
     tried(() => identityOf(files.rewrite));
   if (rewrite && replaces === undefined) {
     await expectEnd(files, files.rewrite, end);

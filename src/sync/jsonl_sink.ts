@@ -224,7 +224,7 @@ class JsonlCopy {
   async holds(ids: readonly string[], keyOf: KeyOf, cycle?: number) {
     if (!this.#loaded) await this.load();
     // Removed or cut since the run's look: not known here; the first write fails on it.
-    const size = statOf(this.#files.copy)?.size ?? 0;
+    const size = (await statOf(this.#files.copy))?.size ?? 0;
     if (size < (this.#committed?.end.length ?? 0)) return undefined;
     if (this.#ids === undefined) {
       const known = this.#ids = new Set<string>(); // the copy as it stands: no cycle's
@@ -316,7 +316,7 @@ class JsonlCopy {
     let under = now.rewrite;
     if (under?.cycle !== context.cycle) {
       // A new cycle's rewrite: an empty file of its own (a link there refused, not removed); the copy as it stands.
-      statOf(rewritePath, true);
+      await statOf(rewritePath, true);
       await unlink(rewritePath).catch(() => {});
       await (await openFile(rewritePath, "create")).close();
       under = { end: EMPTY, cycle: context.cycle, mainAt: now.end.length };
@@ -396,7 +396,7 @@ class JsonlCopy {
   /** Renames the finished rewrite (the record's `end`) over the copy, if it is still there, and records the copy's new end. */
   async #renameOver() {
     const { copy, rewrite } = this.#files;
-    if (statOf(rewrite) !== undefined) await renameFile(rewrite, copy);
+    if (await statOf(rewrite) !== undefined) await renameFile(rewrite, copy);
     this.#ours.delete(copy);
     const { checkpoint, end } = this.#committed!;
     await this.#save({ checkpoint, end });

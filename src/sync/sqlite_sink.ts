@@ -197,7 +197,7 @@ class SqliteDialect implements kit.SqlDialect {
     if (this.#file !== undefined) {
       // The database and its journal files plain files of one name, never through a link: SQLite writes them.
       for (const suffix of ["", ...JOURNALS]) {
-        statOf(`${this.#file}${suffix}`, true);
+        await statOf(`${this.#file}${suffix}`, true);
       }
       this.#identity = identityOf(this.#file, this.#absolute);
       assertOpenedAt(this.#file, tried(() => this.#db.location()));
