@@ -2,6 +2,8 @@
 
 import type { QuotaBucket } from "../core/quota.ts";
 import { escapeControls } from "../core/_redact.ts";
+import { cut } from "../core/_check.ts";
+import { fitted } from "./_columns.ts";
 import type { CliWriter } from "./io.ts";
 
 /** "59 min", "23 h 5 min", "12 s". */
@@ -29,34 +31,16 @@ export function utcTime(epochMs: number): string {
   return `${minute.replace("T", " ")} UTC`;
 }
 
-/** A value as a table cell: text, escaped, cut to 40 screen columns. */
-function cell(value: unknown): string {
+/** Columns a table cell takes at most. */
+const CELL = 40;
+
+/**
+ * A value as a table cell: text, escaped, in at most `width` columns (and 160 code units first: combining marks take
+ * none, and a cell of 100,000 of them was printed whole).
+ */
+function cell(value: unknown, width = CELL) {
   const text = typeof value === "string" ? value : JSON.stringify(value) ?? "";
-  return fit(escapeControls(text), 40);
-}
-
-// Characters a terminal draws two columns wide (East Asian wide and fullwidth, emoji), and those it draws over the one
-// before (combining marks, zero-width): a width in UTF-16 code units put the columns of a CJK name out of line.
-const WIDE =
-  /[\u1100-\u115F\u2E80-\u303E\u3041-\u33FF\u3400-\u4DBF\u4E00-\u9FFF\uA000-\uA4CF\uAC00-\uD7A3\uF900-\uFAFF\uFE30-\uFE4F\uFF00-\uFF60\uFFE0-\uFFE6\u{1F300}-\u{1F64F}\u{1F900}-\u{1F9FF}\u{20000}-\u{3FFFD}]/u;
-const NONE = /[\p{Mn}\p{Me}\u200B-\u200F]/u;
-
-/** How many screen columns `text` takes. */
-function columnsOf(text: string): number {
-  let columns = 0;
-  for (const c of text) columns += NONE.test(c) ? 0 : WIDE.test(c) ? 2 : 1;
-  return columns;
-}
-
-/** `text` in at most `width` screen columns: when cut, it ends with "…". */
-function fit(text: string, width: number): string {
-  if (columnsOf(text) <= width) return text;
-  let kept = "";
-  for (const c of text) {
-    if (columnsOf(kept + c) > width - 1) break;
-    kept += c;
-  }
-  return `${kept}…`;
+  return fitted(escapeControls(cut(text, 4 * CELL)), width);
 }
 
 /** Columns, their widths, and which align right (numbers). */
@@ -70,9 +54,9 @@ export function layOut(
   return {
     columns,
     widths: columns.map((column) => {
-      let width = columnsOf(cell(column));
+      let width = cell(column).columns;
       for (const row of rows) {
-        width = Math.max(width, columnsOf(cell(row[column])));
+        width = Math.max(width, cell(row[column]).columns);
       }
       return width;
     }),
@@ -86,8 +70,8 @@ export function layOut(
 export function row(layout: Layout, item: Record<string, unknown>): string {
   return layout.columns.map((column, i) => {
     const width = layout.widths[i]!;
-    const text = fit(cell(item[column]), width);
-    const pad = " ".repeat(width - columnsOf(text));
+    const { text, columns } = cell(item[column], width);
+    const pad = " ".repeat(width - columns);
     return layout.numeric[i] ? pad + text : text + pad;
   }).join("  ").trimEnd() + "\n";
 }
@@ -109,7 +93,8 @@ export function gauge(bucket: QuotaBucket, width = 20): string {
   const share = bucket.limit === 0 ? 0 : bucket.remaining / bucket.limit;
   const filled = Math.round(width * Math.min(1, Math.max(0, share)));
   const bar = "█".repeat(filled) + "░".repeat(width - filled);
-  const name = cell(bucket.bucket).padEnd(9);
+  const { text, columns } = cell(bucket.bucket);
+  const name = text + " ".repeat(Math.max(0, 9 - columns));
   const resets = `resets in ${duration(bucket.resetAfter)}`;
   return `  ${name} ${bar}  ${bucket.remaining}/${bucket.limit} left, ${resets}\n`;
 }
