@@ -136,7 +136,7 @@ Deno.test("--fields reads an item's own fields only: an item without 'constructo
 
 Deno.test("--fields suggests no field it could not pick: a name with a comma, or spaces at its ends (attack r182 F7: 'a,b' was suggested for 'a', and could not be given)", async () => {
   using api = inProcessFake();
-  const items = [{ id: "x", "a,b": 1, " c": 2 }];
+  const items = [{ id: "x", "a,b": 1, " c": 2, amount: 3 }];
   const answer = besideFake(api, () => Response.json({ items }));
   const config = configFor({ ...api, environment: answer.environment });
   for (const typo of ["a", "c"]) {
@@ -147,6 +147,13 @@ Deno.test("--fields suggests no field it could not pick: a name with a comma, or
     equal(result.code, 2, result.stderr);
     ok(!/did you mean (a,b| c)\?/.test(result.stderr), result.stderr);
   }
+  // One it can pick is still suggested.
+  const args = ["--fields", "id,amout", "--no-cache"];
+  const near = await run(["list", "things", ...args], config, undefined, {
+    fetch: answer.fetch,
+  });
+  equal(near.code, 2, near.stderr);
+  match(near.stderr, /did you mean amount\?/);
 });
 
 Deno.test("--no-cache, as --help says: every run requests a token of its own", async () => {

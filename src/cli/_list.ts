@@ -2,7 +2,7 @@
 
 import type { Session } from "./_session.ts";
 import { itemWriter } from "./_output.ts";
-import type { ListRequest } from "./_list_plan.ts";
+import { fieldNames, type ListRequest } from "./_list_plan.ts";
 import { UsageError } from "./_flag_values.ts";
 import { nearest } from "../core/_nearest.ts";
 import { fieldsOf } from "../core/_check.ts";
@@ -31,10 +31,7 @@ function fieldsRefusal(fields: readonly string[], page: readonly unknown[]) {
   );
   const unknown = fields.find((field) => !keys.has(field));
   if (unknown === undefined) return undefined;
-  // Only names --fields can give: it splits at commas and trims.
-  const pickable = [...keys].filter((key) =>
-    !key.includes(",") && key.trim() === key
-  );
+  const pickable = [...keys].filter((key) => fieldNames(key)[0] === key); // what --fields can give
   const near = nearest(unknown, pickable);
   const hint = near ? `; did you mean ${near}?` : "";
   return new UsageError(

@@ -39,7 +39,9 @@ export function listRequest(rest: readonly string[], values: Values) {
     }),
     ...orderOf(values),
   };
-  const fields = values.fields?.split(",").map((field) => field.trim());
+  const fields = values.fields === undefined
+    ? undefined
+    : fieldNames(values.fields);
   if (fields?.some((field) => field === "")) {
     throw new UsageError(
       `--fields must be names separated by commas: received ${values.fields}`,
@@ -153,3 +155,7 @@ function olderThan(field: string, value: string): (own: unknown) => boolean {
     return text < value;
   };
 }
+
+/** The names `--fields` gives: split at commas, each trimmed. */
+export const fieldNames = (text: string) =>
+  text.split(",").map((field) => field.trim());
