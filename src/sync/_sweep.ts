@@ -227,7 +227,9 @@ async function showListStart<T>(
     if (first === undefined) continue; // refused: a least page size
     // At the size page 1 came back: a service that lowered its largest page mid-run cut it (r171b F3: 49 of 1,000).
     const got = first.length;
-    // Empty after reads that showed items (r183a F1: it confirmed a page 1 that left one of 300 out, which went).
+    // Empty after reads that showed items (r183a F1: it confirmed a page 1 that left one of 300 out, which went). This
+    // run's reads, not the cycle's: a list emptied since an earlier run of the cycle is empty, and a run on a list that
+    // holds items reads one at the head at least (its window overlaps the edge, or seeks it).
     if (got === 0 && run.committer.tally.read > 0) throw emptyStart(run);
     for (let page = 1, read = first; got > 0; page++) {
       for (const { id } of read) shown.add(id);
