@@ -1996,6 +1996,41 @@ Deno.test("page 1 read again empty, after a sweep window that read the list, is 
   }
 });
 
+Deno.test("page 1 read again empty at a spread cycle's end keeps refusing the runs that end it, with every item answered counted, not the new ones: the row a stale first window left out stays (attack r184a F1: the run again after the refusal read no new item, took the empty page 1, and removed it)", async () => {
+  for (const copy of await copies("page-one-empty-spread")) {
+    const list = things(300), left = list[6]!.thingID;
+    let mode: "ok" | "drop" | "end" = "ok", asked = { limit: 0, page: 0 };
+    const service = listOf(() => list, {
+      maxLimit: 50,
+      before: (at) => void (asked = at),
+      answer: (page) =>
+        mode === "drop"
+          ? (page as Thing[]).filter((t) => t.thingID !== left)
+          : mode === "end" && asked.page === 1
+          ? []
+          : page,
+    });
+    const options = { id: "thingID", sink: copy.sink, limit: 50, sweep: 1 };
+    await syncList(service.client, "things", { ...options, sweep: Infinity });
+    let refused = 0;
+    for (let run = 0; run < 10; run++) {
+      const cursor = (await copy.sink.load())?.sweep?.edge?.id ?? "";
+      mode = run === 0 ? "drop" : cursor >= "t000290000" ? "end" : "ok";
+      await syncList(service.client, "things", options).catch((error) => {
+        ok(error instanceof SyncError, String(error));
+        equal(error.reason, "unordered");
+        refused++;
+      });
+      ok(copy.ids().includes(left), `${copy.kind}, run ${run}`);
+    }
+    ok(refused >= 2, `${copy.kind}: ${refused}`); // the run ending the cycle, and each run again
+    mode = "ok";
+    await syncList(service.client, "things", options);
+    deepStrictEqual(copy.ids(), list.map((t) => t.thingID).sort());
+    copy.database?.close();
+  }
+});
+
 Deno.test("page 1 answered stale at the window's size removes none of the rows it leaves out where the pass's last windows are smaller (newest first, 1,000 items in pages of 100: r171b F1, 70 removed) or the service lowers its largest page mid-run (100 to 50: r171b F3, 49 removed), or past two pages (250 left out of 3,000: r171c F1, 81 removed)", async () => {
   const cases = [
     { descending: true, n: 1000, kept: 29, out: 70, lowerAfter: Infinity },

@@ -44,11 +44,11 @@ const MAX_CHASED = 64;
 /** A window requested and not yet judged: its plan, its controller, its items to come. */
 type Flight<T> = Readonly<ReturnType<typeof launch<T>>>;
 
-/** What every pass of a run shares; `requests` counts each request sent. */
+/** What every pass of a run shares; `requests` counts each request sent, and the items they answered. */
 export interface PassRun<T> {
   readonly client: SyncSource;
   readonly config: SyncConfig<T>;
-  readonly requests: { count: number };
+  readonly requests: { count: number; items: number };
   /** Aborted at `maxDuration`: the windows still waiting are given up, the pass stops where it stands. */
   readonly stop?: AbortSignal | undefined;
   /** No window read ahead while one commits: a pass that most often ends at its first (reading again one row). */
@@ -307,7 +307,10 @@ function launch<T>(run: PassRun<T>, plan: WindowPlan, window = false) {
       page: plan.page,
       maxPages: 1,
     });
-    for await (const page of pages) return page.items;
+    for await (const page of pages) {
+      run.requests.items += page.items.length;
+      return page.items;
+    }
     return [];
   })().catch((error) => {
     if (window && plan.page > 1 && notFound(error)) return [];

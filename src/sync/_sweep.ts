@@ -229,8 +229,9 @@ async function showListStart<T>(
     const got = first.length;
     // Empty after reads that showed items (r183a F1: it confirmed a page 1 that left one of 300 out, which went). This
     // run's reads, not the cycle's: a list emptied since an earlier run of the cycle is empty, and a run on a list that
-    // holds items reads one at the head at least (its window overlaps the edge, or seeks it).
-    if (got === 0 && run.committer.tally.read > 0) throw emptyStart(run);
+    // holds items reads one at the head at least (its window overlaps the edge, or seeks it). Every item answered, not
+    // the new ones: a run again after the refusal read none new (r184a F1).
+    if (got === 0 && run.requests.items > 0) throw emptyStart(run);
     for (let page = 1, read = first; got > 0; page++) {
       for (const { id } of read) shown.add(id);
       const far = last === undefined ? page >= 2 : read.some(past);

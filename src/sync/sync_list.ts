@@ -114,7 +114,7 @@ async function runFrom<T>(
   start: RunStart,
   clean: (text: string) => string,
 ): Promise<SyncResult> {
-  const requests = { count: 0 };
+  const requests = { count: 0, items: 0 };
   const committer = new Committer(config, start.checkpoint, requests, clean);
   const grown = { count: 0 }, startedAt = config.now();
   const run = { client, config, requests, committer, startedAt, grown };
