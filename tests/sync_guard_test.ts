@@ -1996,6 +1996,44 @@ Deno.test("page 1 read again empty, after a sweep window that read the list, is 
   }
 });
 
+Deno.test("the list's start read again at a cycle's end answered from further on, or ending before an item the run read, refuses the end: the row a stale page 1 left out stays, with deletes removed or marked (attack r184a F2: one of 300 removed, its delete published)", async () => {
+  const answers = {
+    shifted: (page: Thing[]) => page.slice(200), // page 1 from further on
+    short: (page: Thing[]) => page.slice(0, 5), // then page 2 of 5 empty
+  };
+  for (const [name, answer] of Object.entries(answers)) {
+    for (const deletes of ["remove", "mark"] as const) {
+      const [copy] = await copies(`start-${name}-${deletes}`);
+      const list = things(300), left = list[6]!.thingID;
+      let attacked = false, n = 0;
+      const service = listOf(() => list, {
+        answer: (page) => {
+          if (!attacked) return page;
+          n++; // 3 and 4: the window's address, stale; 5: the end's read of page 1; 6: page 2
+          const items = page as Thing[];
+          if (n === 3 || n === 4) {
+            return items.filter((t) => t.thingID !== left);
+          }
+          return n === 5
+            ? answer(items)
+            : n === 6 && name === "short"
+            ? []
+            : items;
+        },
+      });
+      const options = { id: "thingID", sink: copy!.sink, limit: 50, deletes };
+      await syncList(service.client, "things", { ...options, sweep: Infinity });
+      attacked = true;
+      await rejects(
+        syncList(service.client, "things", { ...options, sweep: Infinity }),
+        (error) => error instanceof SyncError && error.reason === "unordered",
+      );
+      ok(copy!.ids().includes(left), `${name} ${deletes}`);
+      copy!.database?.close();
+    }
+  }
+});
+
 Deno.test("page 1 read again empty at a spread cycle's end keeps refusing the runs that end it, with every item answered counted, not the new ones: the row a stale first window left out stays (attack r184a F1: the run again after the refusal read no new item, took the empty page 1, and removed it)", async () => {
   for (const copy of await copies("page-one-empty-spread")) {
     const list = things(300), left = list[6]!.thingID;

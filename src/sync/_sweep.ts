@@ -202,7 +202,8 @@ const START_PAGES = 32;
  * What they show, the list holds, and the end keeps (`shown`). A page 1 answered stale at the window's size, keeping
  * its first items and leaving out rows after them, removed them (r169a F1: 23 of 300; read at 24, or two pages, the
  * rows past what was read: 731 of 10,000, r171a F1, r171b F1 to F3, r171c F1), and a confirming run read none (r171a
- * F3). A cache of page 1 at the window's size and at the one read here is not told from the list (r171d F1).
+ * F3). A cache of page 1 at the window's size and at the one read here is not told from the list (r171d F1); an
+ * answer that cannot be the list's start refuses the end (`readStart`).
  */
 async function showListStart<T>(
   run: SweepRun<T>,
@@ -216,8 +217,6 @@ async function showListStart<T>(
     guard === undefined && !confirms(run.committer.latest.refused, maxDeletes)
   ) return;
   if (guard?.passed.size === 0) return;
-  const past = (key: SyncKey) =>
-    last !== undefined && (descending ? -1 : 1) * compareKeys(key, last) >= 0;
   // Under the largest size honoured when the service refused or cut one: it asks no refused size again.
   const largest = Number.isFinite(refused)
     ? Math.max(accepted, full)
@@ -225,32 +224,62 @@ async function showListStart<T>(
   for (const size of [largest - 1, largest - 2]) {
     const first = size < 1 ? [] : await listHead(run, size);
     if (first === undefined) continue; // refused: a least page size
-    // At the size page 1 came back: a service that lowered its largest page mid-run cut it (r171b F3: 49 of 1,000).
-    const got = first.length;
     // Empty after reads that showed items (r183a F1: it confirmed a page 1 that left one of 300 out, which went). This
     // run's reads, not the cycle's: a list emptied since an earlier run of the cycle is empty, and a run on a list that
     // holds items reads one at the head at least (its window overlaps the edge, or seeks it). Every item answered, not
     // the new ones: a run again after the refusal read none new (r184a F1).
-    if (got === 0 && run.requests.items > 0) throw emptyStart(run);
-    for (let page = 1, read = first; got > 0; page++) {
-      for (const { id } of read) shown.add(id);
-      const far = last === undefined ? page >= 2 : read.some(past);
-      if (read.length < got || far || page >= START_PAGES) return;
-      const next = await listHead(run, got, page + 1).catch(async (error) => {
-        if (notFound(error) && await endsAt(run, page * got, got)) return;
-        throw error;
-      });
-      if (next === undefined) return;
-      read = next;
+    if (first.length === 0 && run.requests.items > 0) {
+      throw untrusted(run, "came back empty");
     }
+    const sign = descending ? -1 : 1;
+    if (first.length > 0) await readStart(run, first, shown, last, sign);
     return;
   }
 }
 
-/** The refusal of a cycle's end whose read of page 1 came back empty, though this run's reads showed items. */
-function emptyStart<T>({ config }: SweepRun<T>) {
+/**
+ * Reads the list's start from page 1 (`first`) on, at the size it came back (a service that lowered its largest page
+ * mid-run cut it: r171b F3, 49 of 1,000), showing `shown` what each page holds, until one passes `last` (unknown: two
+ * pages), START_PAGES at most. A page that begins before the one before it began (page 1 answered from further on:
+ * r184a F2, one of 300 removed), or the list ending before `last`, an item this run read, refuses the cycle's end.
+ */
+async function readStart<T>(
+  run: SweepRun<T>,
+  first: readonly SyncKey[],
+  shown: Set<string>,
+  last: SyncKey | undefined,
+  sign: number,
+): Promise<void> {
+  const got = first.length;
+  const passes = (key: SyncKey) =>
+    last !== undefined && sign * compareKeys(key, last) >= 0;
+  let read = first, begun = first[0]!;
+  for (let page = 1;; page++) {
+    for (const { id } of read) shown.add(id);
+    if (last === undefined ? page >= 2 : read.some(passes)) return;
+    if (page >= START_PAGES) return;
+    const next = read.length < got ? [] : await listHead(run, got, page + 1)
+      .catch(async (error) => {
+        if (notFound(error) && await endsAt(run, page * got, got)) return [];
+        throw error;
+      });
+    if (next === undefined) return; // refused: no word
+    if (next.length === 0) {
+      if (last === undefined) return; // the list's end
+      throw untrusted(run, "ended before an item this run read");
+    }
+    // Inserts before it since shift a page by a few items, never before the one before it.
+    if (sign * compareKeys(next[0]!, begun) <= 0) {
+      throw untrusted(run, "answered pages that do not join");
+    }
+    [read, begun] = [next, next[0]!];
+  }
+}
+
+/** The refusal of a cycle's end whose read of the list's first pages `what` (untrusted: a cache, another list). */
+function untrusted<T>({ config }: SweepRun<T>, what: string) {
   const message =
-    `Cannot sync ${config.identity.path}: the list's first page, read again before the sweep's cycle ends, came back empty, though this run read items from the list: an answer that cannot be trusted (a cache, another list); nothing of the cycle was removed: run again`;
+    `Cannot sync ${config.identity.path}: the list's first pages, read again before the sweep's cycle ends, ${what}, though this run read items from the list: an answer that cannot be trusted (a cache, another list); nothing of the cycle was removed: run again`;
   return new SyncError(message, "unordered");
 }
 
