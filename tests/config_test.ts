@@ -89,14 +89,19 @@ Deno.test("configFromEnv() over a source that cannot list its names reads a few 
   });
 });
 
+/** The six variables configFromEnv needs, each set. */
+const SIX: Readonly<Record<string, string>> = {
+  PARTNER_API_BASE_URL: "https://api.example/api/",
+  PARTNER_API_PCI_BASE_URL: "https://pci.example/api/",
+  PARTNER_API_TOKEN_URL: "https://idp.example/token",
+  PARTNER_API_AUDIENCE: "https://api.example",
+  PARTNER_API_CLIENT_ID: "client-0123",
+  PARTNER_API_CLIENT_SECRET: "secret-0123",
+};
+
 Deno.test("configFromEnv() offers no variable it reads as a near miss of another, missing or empty", () => {
   const full: Record<string, string> = {
-    PARTNER_API_BASE_URL: "https://api.example/api/",
-    PARTNER_API_PCI_BASE_URL: "https://pci.example/api/",
-    PARTNER_API_TOKEN_URL: "https://idp.example/token",
-    PARTNER_API_AUDIENCE: "https://api.example",
-    PARTNER_API_CLIENT_ID: "client-0123",
-    PARTNER_API_CLIENT_SECRET: "secret-0123",
+    ...SIX,
     [CONFIG_OPTIONAL_VARIABLES.bodyFormat]: "json",
     [CONFIG_OPTIONAL_VARIABLES.clientAuthentication]: "body",
   };
@@ -121,14 +126,7 @@ Deno.test("configFromEnv() offers no variable it reads as a near miss of another
 });
 
 Deno.test("configFromEnv() refuses a value that is no text, naming its variable and never the value, from a record or a function (attack r183b F1: a URL or a number failed 'read(...)?.trim is not a function', naming nothing)", () => {
-  const full: Record<string, unknown> = {
-    PARTNER_API_BASE_URL: "https://api.example/api/",
-    PARTNER_API_PCI_BASE_URL: "https://pci.example/api/",
-    PARTNER_API_TOKEN_URL: "https://idp.example/token",
-    PARTNER_API_AUDIENCE: "https://api.example",
-    PARTNER_API_CLIENT_ID: "client-0123",
-    PARTNER_API_CLIENT_SECRET: "secret-0123",
-  };
+  const full: Record<string, unknown> = SIX;
   const variables = [
     ...Object.values(CONFIG_VARIABLES),
     ...Object.values(CONFIG_OPTIONAL_VARIABLES),
