@@ -8,7 +8,9 @@ import type { Committer } from "./_committer.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import { compareKeys, type SyncKey, type WindowState } from "./_window.ts";
 import { doubter } from "./_window_doubt.ts";
+import { keyText } from "./_key_text.ts";
 import {
+  before,
   heldBack,
   holdsUnseen,
   skipsStart,
@@ -232,7 +234,9 @@ async function showListStart<T>(
       throw untrusted(run, "came back empty");
     }
     const sign = descending ? -1 : 1;
-    if (first.length > 0) await readStart(run, first, shown, last, sign);
+    if (first.length > 0) {
+      await readStart(run, first, shown, { last, sign, guard });
+    }
     return;
   }
 }
@@ -241,14 +245,18 @@ async function showListStart<T>(
  * Reads the list's start from page 1 (`first`) on, at the size it came back (a service that lowered its largest page
  * mid-run cut it: r171b F3, 49 of 1,000), showing `shown` what each page holds, until one passes `last` (unknown: two
  * pages), START_PAGES at most. A page that begins before the one before it began (page 1 answered from further on:
- * r184a F2, one of 300 removed), or the list ending before `last`, an item this run read, refuses the cycle's end.
+ * r184a F2, one of 300 removed) refuses the cycle's end. The list ending before `last`, an item this run read, says
+ * nothing of the rows between: they are kept (a confirming run, which keeps no rows passed, is refused).
  */
 async function readStart<T>(
   run: SweepRun<T>,
   first: readonly SyncKey[],
   shown: Set<string>,
-  last: SyncKey | undefined,
-  sign: number,
+  { last, sign, guard }: {
+    last: SyncKey | undefined;
+    sign: number;
+    guard: WindowGuard | undefined;
+  },
 ): Promise<void> {
   const got = first.length;
   const passes = (key: SyncKey) =>
@@ -266,13 +274,33 @@ async function readStart<T>(
     if (next === undefined) return; // refused: no word
     if (next.length === 0) {
       if (last === undefined) return; // the list's end
-      throw untrusted(run, "ended before an item this run read");
+      // Cut (r184a F2: 5 items, then none), or `last` went since (newest first, the list's oldest: refused, 12 % of
+      // healthy runs under churn failed, r185b N2).
+      if (guard === undefined) {
+        throw untrusted(run, "ended before an item this run read");
+      }
+      return keepBetween(guard, shown, read.at(-1)!, last);
     }
     // Inserts before it since shift a page by a few items, never before the one before it.
     if (sign * compareKeys(next[0]!, begun) <= 0) {
       throw untrusted(run, "answered pages that do not join");
     }
     [read, begun] = [next, next[0]!];
+  }
+}
+
+/** Keeps the rows the pass passed unseen after key `reached`, up to `last`: the reads of the list's start ended before. */
+function keepBetween(
+  { passed, descending }: WindowGuard,
+  shown: Set<string>,
+  reached: SyncKey,
+  last: SyncKey,
+): void {
+  const [from, upTo] = [keyText(reached), keyText(last)];
+  for (const [id, key] of passed) {
+    if (before(descending, from, key) && !before(descending, upTo, key)) {
+      shown.add(id);
+    }
   }
 }
 
