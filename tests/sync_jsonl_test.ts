@@ -108,6 +108,32 @@ function collidingNotes(id: string): [string, string] {
   }
 }
 
+Deno.test("JSONL sink: a cycle that removes rows under the guard writes the items its windows read as they are now, and counts them updated, as SQLite does (newcomer r185b N1: the rows its end kept were written again as they were, after the window's new lines, so no update ever landed while the list lost items)", async () => {
+  for (const kind of ["jsonl", "sqlite"]) {
+    let list = things(100);
+    const service = listOf(() => list);
+    const path = await fresh(`kept-updates.${kind}`);
+    const database = new DatabaseSync(":memory:");
+    using sqlite = createSqliteSink<Thing>(database, { table: "things" });
+    const sink = kind === "jsonl" ? createJsonlSink<Thing>(path) : sqlite;
+    const options = { id: "thingID", sink, sweep: Infinity };
+    await syncList(service.client, "things", options);
+    // One gone, four changed: one cycle, one window, the guard on.
+    list = list.filter((_, i) => i !== 50).map((t, i) =>
+      i % 30 === 1 ? { ...t, note: "changed" } : t
+    );
+    const result = await syncList(service.client, "things", options);
+    deepStrictEqual(counts(result), [0, 4, 1], kind); // inserted, updated, deleted
+    const copy = kind === "jsonl"
+      ? (await Deno.readTextFile(path)).trim().split("\n").map((l) =>
+        JSON.parse(l)
+      )
+      : database.prepare('SELECT item FROM "things" ORDER BY id').all()
+        .map((row) => JSON.parse(String(row.item)));
+    deepStrictEqual(copy, list, kind);
+  }
+});
+
 Deno.test("JSONL sink: a cycle counts a changed line as updated even where a 32-bit digest and the length would take it for the same", async () => {
   const path = await fresh("digest.jsonl");
   const [before, after] = collidingNotes("t0050");

@@ -360,8 +360,9 @@ class JsonlCopy {
     committed: Committed,
   ): Promise<string> {
     const cycle = committed.rewrite?.cycle;
-    const wanted = new Set(skipped.filter((id) => !written.includes(id)));
-    for (const id of context?.kept ?? []) wanted.add(id);
+    // Not what the batch writes: its line came after the window's, and every update of the cycle's last window went.
+    const wanted = new Set([...skipped, ...context?.kept ?? []]);
+    for (const id of written) wanted.delete(id);
     if (wanted.size === 0 || !keyOf || cycle === undefined) return "";
     const lines = new Map<string, string>(), met = new Set<string>();
     for await (const row of copyRows(this.#files, committed, cycle, keyOf)) {
