@@ -66,7 +66,7 @@ export async function sweep<T>(
   if (sweeping.endedAt !== undefined) {
     const at = sweeping.endedAt;
     const kept = await confirmPassed(run, cursor, guard);
-    await showListStart(run, guard, doubt.shown, at, sweeping.firstLast);
+    await showListStart(run, guard, doubt.shown, at, sweeping.firstWindow);
     ending = await commitEnd(run, guard, cursor, at, sweeping.refusal, {
       kept: [...kept, ...doubt.shown],
     });
@@ -89,8 +89,8 @@ class Sweeping<T> {
   ending: ReturnType<typeof cycleEnd> | undefined;
   /** A spread cycle's last window, committed: its end waits for confirmPassed. */
   endedAt: WindowState | undefined;
-  /** The last item of the cycle's first window, when this run read it. */
-  firstLast: SyncKey | undefined;
+  /** The first and last items of the cycle's first window, when this run read it. */
+  firstWindow: FirstWindow | undefined;
   #starts: boolean;
   /** The items the last window with any committed, in this run: read by the cycle, staged or written. */
   #read = new Set<string>();
@@ -113,7 +113,11 @@ class Sweeping<T> {
     // An empty first window proves no start: the next one's is judged (r124 F2).
     if (this.#starts && window.items.length > 0) {
       await checkStart(run, guard, window);
-      this.firstLast = config.keyOf(window.items.at(-1)!);
+      const [first, last] = [window.items[0], window.items.at(-1)];
+      this.firstWindow = {
+        first: config.keyOf(first),
+        last: config.keyOf(last),
+      };
     }
     this.#starts &&= window.items.length === 0;
     // Page 1 begins after the cursor: the list moved on past rows of the copy (a retention window) when the cursor
@@ -147,7 +151,7 @@ class Sweeping<T> {
       return await refuseForeign(run, cursor.cycle);
     }
     if (ended && !this.spread) {
-      await showListStart(run, guard, this.shown, state, this.firstLast);
+      await showListStart(run, guard, this.shown, state, this.firstWindow);
       const { refusal } = this;
       this.ending = await commitEnd(run, guard, cursor, state, refusal, {
         window,
@@ -193,6 +197,12 @@ class Sweeping<T> {
   }
 }
 
+/** The first and last items of a cycle's first window. */
+type FirstWindow = { readonly first: SyncKey; readonly last: SyncKey };
+
+/** The keys (as text) the reads of the list's start span, first to last; from the list's start: null; none read: undefined. */
+type Span = readonly [string | null, string] | undefined;
+
 /** Pages of the list's start a cycle's end reads again at most: 32 (a window's worth of requests, as confirmPassed). */
 const START_PAGES = 32;
 
@@ -212,8 +222,9 @@ async function showListStart<T>(
   guard: WindowGuard | undefined,
   shown: Set<string>,
   { maxLimit, refused, accepted, full = 0, descending }: WindowState,
-  last: SyncKey | undefined,
+  firstWindow: FirstWindow | undefined,
 ): Promise<void> {
+  const last = firstWindow?.last;
   const { maxDeletes } = run.config;
   if (
     guard === undefined && !confirms(run.committer.latest.refused, maxDeletes)
@@ -226,60 +237,79 @@ async function showListStart<T>(
   for (const size of [largest - 1, largest - 2]) {
     const first = size < 1 ? [] : await listHead(run, size);
     if (first === undefined) continue; // refused: a least page size
-    // Empty after reads that showed items (r183a F1: it confirmed a page 1 that left one of 300 out, which went). This
-    // run's reads, not the cycle's: a list emptied since an earlier run of the cycle is empty, and a run on a list that
-    // holds items reads one at the head at least (its window overlaps the edge, or seeks it). Every item answered, not
-    // the new ones: a run again after the refusal read none new (r184a F1).
-    if (first.length === 0 && run.requests.items > 0) {
-      throw untrusted(run, "came back empty");
-    }
-    const sign = descending ? -1 : 1;
-    if (first.length > 0) {
-      await readStart(run, first, shown, { last, sign, guard });
+    // What the reads of page 1 on did not span, they say nothing of: rows passed unseen there are kept (page 1 answered
+    // from 7 items further on removed one of 300, r185a F1), where this run read `last`.
+    const span = first.length === 0
+      ? noSpan(run, guard, last)
+      : await readStart(run, first, shown, { firstWindow, guard, descending });
+    if (guard !== undefined && last !== undefined) {
+      keepUnspanned(guard, shown, span, keyText(last));
     }
     return;
   }
 }
 
 /**
+ * No page read: page 1 came back empty. Where this run's requests answered items, the list did not end; the rows up to
+ * `last` are kept, or, with none known to keep (an earlier run read the cycle's first window; a confirming run), the
+ * end is refused (r183a F1: that empty answer confirmed a page 1 that left one of 300 out; r184a F1: a run again after
+ * the refusal, which read no new item, took it). A run that read no item reads an empty list.
+ */
+function noSpan<T>(
+  run: SweepRun<T>,
+  guard: WindowGuard | undefined,
+  last: SyncKey | undefined,
+): Span {
+  const keeps = guard !== undefined && last !== undefined;
+  if (run.requests.items > 0 && !keeps) throw untrusted(run, "came back empty");
+  return undefined;
+}
+
+/**
  * Reads the list's start from page 1 (`first`) on, at the size it came back (a service that lowered its largest page
  * mid-run cut it: r171b F3, 49 of 1,000), showing `shown` what each page holds, until one passes `last` (unknown: two
- * pages), START_PAGES at most. A page that begins before the one before it began (page 1 answered from further on:
- * r184a F2, one of 300 removed) refuses the cycle's end. The list ending before `last`, an item this run read, says
- * nothing of the rows between: they are kept (a confirming run, which keeps no rows passed, is refused).
+ * pages), START_PAGES at most; the keys they span. A page that begins before the one before it
+ * began refuses the cycle's end (r184a F2), as the list ending before `last` does in a confirming run (it keeps none).
  */
 async function readStart<T>(
   run: SweepRun<T>,
   first: readonly SyncKey[],
   shown: Set<string>,
-  { last, sign, guard }: {
-    last: SyncKey | undefined;
-    sign: number;
+  { firstWindow, guard, descending }: {
+    firstWindow: FirstWindow | undefined;
     guard: WindowGuard | undefined;
+    descending: boolean | undefined;
   },
-): Promise<void> {
-  const got = first.length;
+): Promise<Span> {
+  const got = first.length, sign = descending ? -1 : 1;
+  const last = firstWindow?.last;
   const passes = (key: SyncKey) =>
     last !== undefined && sign * compareKeys(key, last) >= 0;
+  // Page 1 holds the list from its start, unless it begins after the first window's first item (r185a F1: from 7 on).
+  const after = firstWindow &&
+    sign * compareKeys(first[0]!, firstWindow.first) > 0;
   let read = first, begun = first[0]!;
   for (let page = 1;; page++) {
     for (const { id } of read) shown.add(id);
-    if (last === undefined ? page >= 2 : read.some(passes)) return;
-    if (page >= START_PAGES) return;
+    // Pages of one size one after another hold the list between them: none in a gap but rows gone (or skipped by an
+    // answer, not told apart).
+    const span: Span = [
+      after ? keyText(first[0]!) : null,
+      keyText(read.at(-1)!),
+    ];
+    if (last === undefined ? page >= 2 : read.some(passes)) return span;
+    if (page >= START_PAGES) return span;
     const next = read.length < got ? [] : await listHead(run, got, page + 1)
       .catch(async (error) => {
         if (notFound(error) && await endsAt(run, page * got, got)) return [];
         throw error;
       });
-    if (next === undefined) return; // refused: no word
+    if (next === undefined) return span; // refused: no word
     if (next.length === 0) {
-      if (last === undefined) return; // the list's end
       // Cut (r184a F2: 5 items, then none), or `last` went since (newest first, the list's oldest: refused, 12 % of
-      // healthy runs under churn failed, r185b N2).
-      if (guard === undefined) {
-        throw untrusted(run, "ended before an item this run read");
-      }
-      return keepBetween(guard, shown, read.at(-1)!, last);
+      // healthy runs under churn failed, r185b N2): the rows past the span are kept.
+      if (last === undefined || guard !== undefined) return span;
+      throw untrusted(run, "ended before an item this run read");
     }
     // Inserts before it since shift a page by a few items, never before the one before it.
     if (sign * compareKeys(next[0]!, begun) <= 0) {
@@ -289,18 +319,22 @@ async function readStart<T>(
   }
 }
 
-/** Keeps the rows the pass passed unseen after key `reached`, up to `last`: the reads of the list's start ended before. */
-function keepBetween(
+/**
+ * Keeps the rows the pass passed unseen up to key text `last` outside the `span` of the reads of the list's start:
+ * pages read one after another are a run of the list, showing every item between their first and last; outside it,
+ * no read said a row went.
+ */
+function keepUnspanned(
   { passed, descending }: WindowGuard,
   shown: Set<string>,
-  reached: SyncKey,
-  last: SyncKey,
+  span: Span,
+  last: string,
 ): void {
-  const [from, upTo] = [keyText(reached), keyText(last)];
+  const within = (key: string, [from, to]: NonNullable<Span>) =>
+    !before(descending, key, from) && !before(descending, to, key);
   for (const [id, key] of passed) {
-    if (before(descending, from, key) && !before(descending, upTo, key)) {
-      shown.add(id);
-    }
+    if (before(descending, last, key)) continue; // past the first window: other windows read it
+    if (span === undefined || !within(key, span)) shown.add(id);
   }
 }
 
