@@ -261,7 +261,12 @@ function noSpan<T>(
   last: SyncKey | undefined,
 ): Span {
   const keeps = guard !== undefined && last !== undefined;
-  if (run.requests.items > 0 && !keeps) throw untrusted(run, "came back empty");
+  if (run.requests.items > 0 && !keeps) {
+    throw untrusted(
+      run,
+      "came back empty, though this run read items from the list",
+    );
+  }
   return undefined;
 }
 
@@ -341,7 +346,7 @@ function keepUnspanned(
 /** The refusal of a cycle's end whose read of the list's first pages `what` (untrusted: a cache, another list). */
 function untrusted<T>({ config }: SweepRun<T>, what: string) {
   const message =
-    `Cannot sync ${config.identity.path}: the list's first pages, read again before the sweep's cycle ends, ${what}, though this run read items from the list: an answer that cannot be trusted (a cache, another list); nothing of the cycle was removed: run again`;
+    `Cannot sync ${config.identity.path}: the list's first pages, read again before the sweep's cycle ends, ${what}: an answer that cannot be trusted (a cache, another list); nothing of the cycle was removed: run again`;
   return new SyncError(message, "unordered");
 }
 
