@@ -242,8 +242,8 @@ async function showListStart<T>(
     const span = first.length === 0
       ? noSpan(run, guard, last)
       : await readStart(run, first, shown, { firstWindow, guard, descending });
-    if (guard !== undefined && last !== undefined) {
-      keepUnspanned(guard, shown, span, keyText(last));
+    if (guard !== undefined && firstWindow !== undefined) {
+      keepUnspanned(guard, shown, span, firstWindow);
     }
     return;
   }
@@ -325,20 +325,23 @@ async function readStart<T>(
 }
 
 /**
- * Keeps the rows the pass passed unseen up to key text `last` outside the `span` of the reads of the list's start:
- * pages read one after another are a run of the list, showing every item between their first and last; outside it,
- * no read said a row went.
+ * Keeps the rows passed unseen within the cycle's first window (after its first item, up to its last) outside the
+ * `span` of the reads of the list's start (pages read one after another show every item between their first and last).
+ * Before the window's first item the window said they went (kept, a queue's taken items stayed for good: r186a F1).
  */
 function keepUnspanned(
   { passed, descending }: WindowGuard,
   shown: Set<string>,
   span: Span,
-  last: string,
+  window: FirstWindow,
 ): void {
+  const [first, last] = [keyText(window.first), keyText(window.last)];
   const within = (key: string, [from, to]: NonNullable<Span>) =>
     !before(descending, key, from) && !before(descending, to, key);
   for (const [id, key] of passed) {
-    if (before(descending, last, key)) continue; // past the first window: other windows read it
+    if (!before(descending, first, key) || before(descending, last, key)) {
+      continue;
+    }
     if (span === undefined || !within(key, span)) shown.add(id);
   }
 }
