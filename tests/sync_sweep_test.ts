@@ -1626,3 +1626,33 @@ function orders<V>(values: readonly V[]) {
     values.map((value) => [order, value] as const)
   );
 }
+
+Deno.test("a service that lowers its largest page mid-cycle (every page in full, then 30) lets a cycle spread over runs end, newest first: no run fails (attack r187a F1: the size honoured before stayed, every window was planned past the list's end, no cycle ended in 60 runs and from the 34th every run failed)", async () => {
+  const list = things(300).reverse();
+  let requests = 0;
+  const service = listOf(() => list, {
+    maxLimit: () => (requests >= 5 ? 30 : Infinity),
+    before: () => void requests++,
+  });
+  const db = new DatabaseSync(":memory:");
+  using sink = createSqliteSink<Thing>(db, { table: "things" });
+  let clock = Date.UTC(2026, 0, 1);
+  const options = {
+    id: "thingID",
+    sink,
+    sortDirection: "DESC" as const,
+    now: () => clock,
+  };
+  await syncList(service.client, "things", { ...options, sweep: Infinity });
+  const verified = new Set<number | undefined>();
+  for (let run = 0; run < 40; run++) {
+    clock += 3 * 3_600_000;
+    const result = await syncList(service.client, "things", {
+      ...options,
+      sweep: 1,
+    });
+    verified.add(result.verifiedAt);
+  }
+  ok(verified.size > 1, `${verified.size} cycles ended`);
+  db.close();
+});

@@ -354,10 +354,12 @@ function learnLimit(state: WindowState, plan: WindowPlan, count: number) {
     };
   }
   if (provesEnd(state, limit, count)) return state;
-  // Perhaps cut to `count`: sizes up to it are honoured whichever it was; one honoured before may be no longer.
+  // Perhaps cut to `count`: sizes up to it are honoured whichever it was; one honoured before may be no longer, also
+  // where a larger ask ended before where the pass stands (kept, every window went past the list's end: r187a F1).
+  const lowered = limit <= state.accepted || plan.start + count < state.offset;
   return {
     ...state,
-    accepted: limit <= state.accepted ? count : Math.max(state.accepted, count),
+    accepted: lowered ? count : Math.max(state.accepted, count),
     refused: Math.min(state.refused, count + 1),
   };
 }
