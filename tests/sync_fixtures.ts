@@ -12,7 +12,8 @@ import {
 } from "../src/sync/_window_guard.ts";
 import { isKeyed, keyText } from "../src/sync/_key_text.ts";
 import { syncConfig } from "../src/sync/_config.ts";
-import { compareKeys, type SyncKey } from "../src/sync/_window.ts";
+import { compareKeys } from "../src/sync/_key_order.ts";
+import type { SyncKey } from "../src/sync/_window.ts";
 
 /**
  * `partner-api sync <list> --to <target> --no-cache`, then `extra`: a sync

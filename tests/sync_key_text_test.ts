@@ -2,7 +2,8 @@
 
 import fc from "fast-check";
 import { equal } from "node:assert/strict";
-import { compareKeys, type SyncKey } from "../src/sync/_window.ts";
+import { compareKeys } from "../src/sync/_key_order.ts";
+import type { SyncKey } from "../src/sync/_window.ts";
 import { keyText } from "../src/sync/_key_text.ts";
 import { runs } from "./_property_runs.ts";
 

@@ -1,8 +1,8 @@
 // The sync's decisions, directly: where a window goes and what it proves.
 
 import fc from "fast-check";
+import { compareKeys } from "../src/sync/_key_order.ts";
 import {
-  compareKeys,
   judgeWindow,
   type SyncKey,
   type WindowPlan,
@@ -137,6 +137,22 @@ Deno.test("judgeWindow refuses keys out of order", () => {
     reason = error instanceof SyncError ? error.reason : error;
   }
   equal(reason, "unordered");
+});
+
+Deno.test('judgeWindow\'s refusal of a page out of order names both sort values, as JSON, and a field mixing numbers and texts as such (newcomer r185b N3: a service ordering "10" before 9 named two ids only)', () => {
+  const mixed = [{ value: "10", id: "b" }, { value: 9, id: "a" }];
+  let error: SyncError | undefined;
+  try {
+    judgeWindow(state(null, 0), window10(0), mixed);
+  } catch (thrown) {
+    if (thrown instanceof SyncError) error = thrown;
+  }
+  equal(error?.reason, "unordered");
+  for (
+    const shown of ["(sort value 9)", '("10")', "numbers order before texts"]
+  ) {
+    equal(error?.message.includes(shown), true, shown);
+  }
 });
 
 Deno.test("runStart: fresh, resumed and incremental starts; sweepStart begins a cycle over what the copy holds, or continues one", () => {

@@ -22,12 +22,8 @@ import {
 import { isKeyed, keyText } from "./_key_text.ts";
 import { SyncError } from "./sync_error.ts";
 import { type Committed, listHead, type PassRun } from "./_pass.ts";
-import {
-  compareKeys,
-  MIN_WINDOW,
-  type SyncKey,
-  type WindowState,
-} from "./_window.ts";
+import { compareKeys } from "./_key_order.ts";
+import { MIN_WINDOW, type SyncKey, type WindowState } from "./_window.ts";
 
 /** What a cycle's end needs of the run. */
 type CycleRun<T> = Readonly<{ config: SyncConfig<T>; committer: Committer<T> }>;

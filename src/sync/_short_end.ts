@@ -1,8 +1,8 @@
 // Internal: whether a sweep's short page, short of the cycle's known end, ends the list or was cut: the item past it.
 
 import { ApiError } from "../core/errors.ts";
+import { compareKeys } from "./_key_order.ts";
 import {
-  compareKeys,
   MIN_WINDOW,
   type ShortEnd,
   type SyncKey,

@@ -6,7 +6,8 @@ import { afterSweepWindow, sweepStart } from "./_checkpoint.ts";
 import { type Committed, listHead, type PassRun, runPass } from "./_pass.ts";
 import type { Committer } from "./_committer.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
-import { compareKeys, type SyncKey, type WindowState } from "./_window.ts";
+import { compareKeys } from "./_key_order.ts";
+import type { SyncKey, WindowState } from "./_window.ts";
 import { doubter } from "./_window_doubt.ts";
 import { keyText } from "./_key_text.ts";
 import {

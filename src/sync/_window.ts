@@ -1,11 +1,15 @@
 // Internal: what a window proves, as pure functions over the pass's state (_window_plan.ts: where the next goes).
 // Invariant (docs/sync.md): every item keyed up to `edge` that existed for the whole run is in the sink, once.
 
-import { SyncError } from "./sync_error.ts";
+import {
+  checkOrder,
+  compareKeys,
+  type Order,
+  type SyncKey,
+} from "./_key_order.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 
-/** An item's place in the order: its sort value (the id by default), then its id. */
-export type SyncKey = NonNullable<SyncCheckpoint["edge"]>;
+export type { SyncKey };
 
 /** Where a pass stands between windows: its `edge` and `offset` as a checkpoint keeps them (null and 0 before the first). */
 export interface WindowState extends Pick<SyncCheckpoint, "edge" | "offset"> {
@@ -86,21 +90,6 @@ export const MIN_MARGIN = 2;
 export const RESUME_MARGIN = 32;
 /** The smallest `maxLimit`: below it every size may divide the offset (lcm(2..25) exceeds any), leaving no window. */
 export const MIN_WINDOW = 25;
-
-/** Orders two sort values: numbers by value before strings by UTF-16 code units (one total order: 9 < 10 < "10" < "9"). */
-function compareValues(a: string | number, b: string | number): number {
-  if (typeof a !== typeof b) return typeof a === "number" ? -1 : 1;
-  if (typeof a === "number") return a - (b as number);
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
-/** Orders two keys ascending: by sort value, then by id. */
-export function compareKeys(a: SyncKey, b: SyncKey): number {
-  return compareValues(a.value, b.value) || compareValues(a.id, b.id);
-}
-
-/** A pass's order of keys: ascending, or newest first. */
-type Order = (a: SyncKey, b: SyncKey) => number;
 
 /**
  * Judges a window of `keys` read at `plan`: one that starts at the head or at or before `edge` commits (a page is a
@@ -295,16 +284,6 @@ function sought(
     ...(high === Infinity ? {} : { high }),
     probes: (seek?.probes ?? 0) + 1,
   };
-}
-
-/** Equal keys are the same item twice (kept once, by its last occurrence). */
-function checkOrder(keys: readonly SyncKey[], order: Order, plan: WindowPlan) {
-  const at = keys.findIndex((key, i) => i > 0 && order(keys[i - 1]!, key) > 0);
-  if (at < 0) return;
-  const [before, after] = [keys[at - 1]!.id, keys[at]!.id];
-  const message =
-    `Cannot sync: the list is not in the asked order: '${after}' came after '${before}' (page ${plan.page}, limit ${plan.limit}; items of one sort value must come by id, compared as text)`;
-  throw new SyncError(message, "unordered");
 }
 
 /** Which of `keys` (in pass order, the first `older` at or before the edge) the pass commits. */

@@ -2,7 +2,8 @@
 // window's range passes, asked of the copy a range at a time (`CopyReader`: a SQL sink's key index; any other sink's
 // rows read once, `liveRows`): a window past `maxDeletes` stops the run. The cycle's end judges again (the backstop).
 
-import { compareKeys, firstPast, MIN_WINDOW, type SyncKey } from "./_window.ts";
+import { compareKeys } from "./_key_order.ts";
+import { firstPast, MIN_WINDOW, type SyncKey } from "./_window.ts";
 import { type RecentDeletes, tooMany } from "./_deletes.ts";
 import { tried } from "../core/_check.ts";
 import {
