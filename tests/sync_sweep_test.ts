@@ -1656,3 +1656,54 @@ Deno.test("a service that lowers its largest page mid-cycle (every page in full,
   ok(verified.size > 1, `${verified.size} cycles ended`);
   db.close();
 });
+
+Deno.test("a list losing its last item (in the pass's order) before every request, newest first and ascending, one new item added at its other end each time: every run's cycle ends and removes what went before it, and a quiet run leaves the copy equal to the list (attack r188a F1, F2: newest first no cycle ended, stale rows grew by 6 a run, and a confirming run reported success removing nothing)", async () => {
+  for (const sortDirection of ["DESC", "ASC"] as const) {
+    const descending = sortDirection === "DESC";
+    let list = things(300); // ascending by id
+    let [serial, busy] = [0, false];
+    const service = listOf(() => descending ? [...list].reverse() : list, {
+      before() {
+        if (!busy) return;
+        // Newest first, the oldest goes and a newer item comes; ascending, the newest goes and an older one comes.
+        const id = `${descending ? "u" : "s"}${
+          String(++serial).padStart(9, "0")
+        }`;
+        const kept = descending ? list.slice(1) : list.slice(0, -1);
+        list = [...kept, { thingID: id }].sort((a, b) =>
+          a.thingID < b.thingID ? -1 : 1
+        );
+      },
+    });
+    const db = new DatabaseSync(":memory:");
+    using sink = createSqliteSink<Thing>(db, { table: "things" });
+    let clock = Date.UTC(2026, 0, 1);
+    const options = { id: "thingID", sink, sortDirection, now: () => clock };
+    const run = async () => {
+      clock += 25 * 3_600_000; // a day apart: the guard's 24 hours hold none of the run before
+      return await syncList(service.client, "things", {
+        ...options,
+        sweep: Infinity,
+      });
+    };
+    const stale = () => {
+      const live = new Set(list.map((thing) => thing.thingID));
+      const rows = db.prepare("SELECT id FROM things").all() as {
+        id: string;
+      }[];
+      return rows.filter((row) => !live.has(row.id)).length;
+    };
+    await run();
+    for (let n = 0; n < 6; n++) {
+      const requests = service.requests;
+      busy = true;
+      const { deleted } = await run();
+      busy = false;
+      const [gone, asked] = [stale(), service.requests - requests];
+      ok(deleted > 0 && gone <= asked, `${sortDirection}: ${deleted}, ${gone}`);
+    }
+    await run();
+    equal(stale(), 0, sortDirection);
+    db.close();
+  }
+});

@@ -240,6 +240,11 @@ function readAgain(
     (before === null || end === null
       ? before === end
       : compareKeys(before, end) === 0);
+  // A short page ending before the end claimed just before (in the pass's order): that end's item went since, or this
+  // page was cut; the read past it (endsBefore) tells which. Else a list losing its last item every request never
+  // agreed, and no cycle ended (r188a F1).
+  const moved = window.short && before != null && end !== null &&
+    (state.descending === true ? -1 : 1) * compareKeys(end, before) < 0;
   const beforeCopy = state.descending === true &&
     state.domain?.above != null && !window.reached;
   // As many as a cut holds (the cost bound, MIN_WINDOW) with news: perhaps cut by a service that lowered its largest
@@ -250,7 +255,7 @@ function readAgain(
   const doubt = window.short && window.count >= MIN_WINDOW &&
     (window.before || window.news && window.count >= (state.limit ?? Infinity));
   const farEnd = (state.domain?.upTo ?? null) !== null || beforeCopy || doubt;
-  const again = claims && farEnd && !agrees && !window.holds;
+  const again = claims && farEnd && !agrees && !moved && !window.holds;
   // A read that brought new items moved on (a service lowering its page again and again): no loop, counted anew.
   const reads = window.news ? 1 : (state.shortReads ?? 0) + 1;
   const ended = window.holds || (claims && !again) ||
