@@ -244,6 +244,7 @@ function readAgain(
   // page was cut; the read past it (endsBefore) tells which. Else a list losing its last item every request never
   // agreed, and no cycle ended (r188a F1).
   const moved = window.short && before != null && end !== null &&
+    state.domain?.upTo != null && // a sweep's: only its end has that read
     (state.descending === true ? -1 : 1) * compareKeys(end, before) < 0;
   const beforeCopy = state.descending === true &&
     state.domain?.above != null && !window.reached;
