@@ -1707,3 +1707,65 @@ Deno.test("a list losing its last item (in the pass's order) before every reques
     db.close();
   }
 });
+
+Deno.test("a short page read again answered from elsewhere than asked, ending before the end read before it, removes nothing: a service lowering its largest page twice (pages placed by the cap), or a cut page then a page from the list's top, in both orders (attack r189a F1: 30 of 990 that exist removed; F2: 21 of 333)", async () => {
+  const syncTwice = async (
+    list: readonly Thing[],
+    sizes: { limit: number; maxLimit: number },
+    service: Parameters<typeof listOf>[1],
+    fault: () => void,
+  ) => {
+    const { client } = listOf(() => list, service);
+    const db = new DatabaseSync(":memory:");
+    using sink = createSqliteSink<Thing>(db, { table: "things" });
+    let clock = Date.UTC(2026, 0, 1);
+    const descending = list[0]!.thingID > list[1]!.thingID;
+    const run = {
+      id: "thingID",
+      sink,
+      sortDirection: descending ? "DESC" as const : "ASC" as const,
+      sweep: Infinity,
+      now: () => clock,
+      ...sizes,
+    };
+    await syncList(client, "things", run);
+    clock += 25 * 3_600_000;
+    fault();
+    const { deleted } = await syncList(client, "things", run);
+    db.close();
+    return deleted;
+  };
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    const ordered = (n: number) =>
+      sortDirection === "DESC" ? things(n).reverse() : things(n);
+    for (let from = 20; from <= 34; from++) {
+      let [cap, request, on] = [Infinity, 0, false];
+      const sizes = { limit: 50, maxLimit: 50 };
+      const deleted = await syncTwice(ordered(990), sizes, {
+        maxLimit: () => cap,
+        before() {
+          if (on && ++request >= from) cap = request === from ? 45 : 30;
+        },
+      }, () => on = true);
+      equal(deleted, 0, `${sortDirection}, the cap lowered at ${from}`);
+    }
+    // The sweep's last page (short: the list's end) cut to 30, the read again answered with the list's first 25.
+    const list = ordered(333);
+    let [stage, on, asked] = [0, false, { limit: 0, page: 0 }];
+    const deleted = await syncTwice(list, { limit: 10, maxLimit: 100 }, {
+      maxLimit: 100,
+      before: (ask) => void (asked = ask),
+      answer(page) {
+        if (!on || asked.page === 1 || asked.limit === 1) return page;
+        if (stage === 0 && page.length > 30 && page.length < asked.limit) {
+          stage = 1;
+          return page.slice(0, 30);
+        }
+        if (stage !== 1) return page;
+        stage = 2;
+        return list.slice(0, 25);
+      },
+    }, () => on = true);
+    equal(deleted, 0, `${sortDirection}, a cut then a page from the top`);
+  }
+});

@@ -26,7 +26,7 @@ export interface PageRead {
  */
 export async function goesOn(
   read: PageRead,
-  { at, last, count }: ShortEnd,
+  { at, last, count, moved }: ShortEnd,
   { domain, accepted, full = 0 }: WindowState,
   limit: number,
 ): Promise<boolean> {
@@ -40,13 +40,30 @@ export async function goesOn(
   for (let step = 1; step <= 8; step *= 2, at += step / 2) {
     const key = await keyAt(at);
     if (key === null) return true; // no word on the end: a cut, nothing removed
-    if (key === undefined) return false;
+    if (key === undefined) {
+      return moved === true && await misplaced(keyAt, at, last, sign);
+    }
     if (sign * compareKeys(key, last) <= 0) continue;
     if (sign < 0 || upTo === null || compareKeys(key, upTo) <= 0) return true;
     const before = await keyAt(at - 1);
     return before == null || compareKeys(before, last) !== 0;
   }
   return false;
+}
+
+/**
+ * Whether a page that ended before the end read just before it, with no item past it at `at`, stood elsewhere than
+ * asked: no item just before `at` (placed by a lower cap, or stale), or one past its `last` (cut, or answered from
+ * higher up); one at or before `last` is the list's end, its last item gone since (r189a F1, F2: 30 and 21 removed).
+ */
+async function misplaced(
+  keyAt: (at: number) => Promise<SyncKey | null | undefined>,
+  at: number,
+  last: SyncKey,
+  sign: number,
+) {
+  const before = await keyAt(at - 1);
+  return before == null || sign * compareKeys(before, last) > 0;
 }
 
 /**

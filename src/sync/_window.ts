@@ -55,7 +55,13 @@ export type Seek = NonNullable<SweepCursor["seek"]>;
 export type WindowPlan = { start: number; limit: number; page: number };
 
 /** A short page's end: the item past it is read at `at`, after `last`; it held `count` items. */
-export type ShortEnd = { at: number; last: SyncKey; count: number };
+export type ShortEnd = {
+  at: number;
+  last: SyncKey;
+  count: number;
+  /** It ends before the end read just before it: only where the item before `at` is not past `last` (goesOn). */
+  moved?: boolean;
+};
 
 /** What a window proves, given the state before it. */
 export type WindowVerdict =
@@ -265,7 +271,14 @@ function readAgain(
     state.domain?.upTo != null;
   // The item the page ended at, past `end` if it held items after the cycle's last: the read past it shows what follows.
   const last = endsBefore
-    ? { endsBefore: { at, last: read ?? end, count: window.count } }
+    ? {
+      endsBefore: {
+        at,
+        last: read ?? end,
+        count: window.count,
+        ...(moved && !agrees && { moved }),
+      },
+    }
     : {};
   return { again, reads: again ? reads : 0, ended, ...last };
 }
