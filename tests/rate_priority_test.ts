@@ -354,3 +354,40 @@ Deno.test("a fleet limiter whose store fails keeps the rule within its process: 
     await drive(timers, limiter[Symbol.asyncDispose](), io.idle);
   });
 });
+
+Deno.test("after 429s the reserve stays whole under the lowered cap, up to half of it: a crawl filling the window leaves live calls 10 slots of 100 after one 429, 6 after three (attack r188b F1: lowered in proportion, 5 and 2; six 429s at 900 left 2 of 90)", async () => {
+  for (const [refusals, room] of [[1, 10], [3, 6]] as const) {
+    await withFakeTimers(async (timers) => {
+      const limiter = createRateLimiter({
+        requests: 100,
+        interval: 60_000,
+        reserve: 10,
+        now: () => timers.now,
+      });
+      limiter.answered(await limiter.take());
+      for (let i = 0; i < refusals; i++) {
+        limiter.refused(); // a slot's share apart and more: each halves the cap
+        await drive(timers, onFakeClock(timers, 1_000));
+      }
+      const leave = new AbortController();
+      let low = 0;
+      const crawl = Array.from(
+        { length: 100 },
+        () =>
+          Promise.resolve(limiter.take(leave.signal, "low")).then(
+            () => low++,
+            () => {},
+          ),
+      );
+      await drive(timers, onFakeClock(timers, 100));
+      const live = Array.from({ length: 20 }, () => limiter.take(leave.signal));
+      const now = live.filter((slot) => typeof slot === "number").length;
+      equal(now, room, `${refusals} 429s: ${low} background sends`);
+      leave.abort();
+      await Promise.all([
+        ...crawl,
+        ...live.map((slot) => Promise.resolve(slot).catch(() => {})),
+      ]);
+    });
+  }
+});

@@ -95,8 +95,9 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
 class SlidingWindowLimiter implements RateLimiter {
   readonly #now: () => number;
   readonly #window: Window;
-  /** Sends a background request may find in the window: the rest is reserved. */
+  /** Sends a background request may find in the window: the rest, `#reserve`, is kept for live ones. */
   readonly #lowShare: number;
+  readonly #reserve: number;
   readonly #lines = new PriorityLines((waiter, reason) => {
     waiter.reject(reason);
     // Leaving frees no slot, but a live caller leaving may free background ones (an empty line: no timer).
@@ -109,6 +110,7 @@ class SlidingWindowLimiter implements RateLimiter {
     this.#now = now;
     this.#window = emptyWindow(limit.requests);
     this.#lowShare = rateShare(limit, "low", reserve);
+    this.#reserve = limit.requests - this.#lowShare;
   }
 
   take(signal?: AbortSignal, priority?: RatePriority) {
@@ -117,11 +119,10 @@ class SlidingWindowLimiter implements RateLimiter {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const line = this.#lines.of(priority);
     const low = line === this.#lines.low;
-    const share = low ? this.#lowShare : this.limit.requests;
     // The clock never goes back: a slot free at its last reading is free now (no reading per request).
     if (
       line.size === 0 && (!low || this.#lines.live.size === 0) &&
-      (this.#freeAt(this.#last, share) || this.#freeAt(this.#read(), share))
+      (this.#freeAt(this.#last, low) || this.#freeAt(this.#read(), low))
     ) {
       return recordSend(this.#window, Infinity);
     }
@@ -130,9 +131,17 @@ class SlidingWindowLimiter implements RateLimiter {
     return slot;
   }
 
-  /** Whether a slot is free at `now` for a caller allowed `share` sends in the window. */
-  #freeAt(now: number, share: number): boolean {
-    return slotWait(this.#window, this.limit.interval, now, share) === 0;
+  /** Whether a slot is free at `now` for a live caller, or a background (`low`) one. */
+  #freeAt(now: number, low: boolean): boolean {
+    return this.#wait(now, low) === 0;
+  }
+
+  /** ms from `now` until a slot is free for a live caller, or a background (`low`) one. */
+  #wait(now: number, low: boolean): number {
+    const { interval, requests } = this.limit;
+    return low
+      ? slotWait(this.#window, interval, now, this.#lowShare, this.#reserve)
+      : slotWait(this.#window, interval, now, requests);
   }
 
   #read(): number {
@@ -161,11 +170,9 @@ class SlidingWindowLimiter implements RateLimiter {
   /** Lets waiters through while slots are free, live first; then waits for the next slot. */
   #schedule(): void {
     this.#lines.resume();
-    const { interval, requests } = this.limit;
     while (this.#lines.size > 0) {
       const line = this.#lines.next;
-      const share = line === this.#lines.live ? requests : this.#lowShare;
-      const wait = slotWait(this.#window, interval, this.#read(), share);
+      const wait = this.#wait(this.#read(), line === this.#lines.low);
       // Infinity: the send to leave first awaits its answer; answered() comes back.
       if (wait > 0) return this.#lines.pause(wait, () => this.#schedule());
       this.#lines.serve(line, recordSend(this.#window, Infinity));

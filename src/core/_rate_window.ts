@@ -48,18 +48,22 @@ function noCap(limit: number): Window["cap"] {
   return { most: limit, at: -Infinity, base: limit, since: -Infinity };
 }
 
-/** ms from `now` until a slot is free for at most `share` sends a window (`Infinity`: awaiting an answer). */
+/**
+ * ms from `now` until a slot is free for at most `share` sends a window (`Infinity`: awaiting an answer), `reserve` more
+ * kept for others (background's: the live calls' reserve).
+ */
 export function slotWait(
   window: Window,
   interval: number,
   now: number,
   share: number = window.times.length,
+  reserve = 0,
 ): number {
   // No cap: no answer to build (a take's hot path).
   if (window.cap.most === window.times.length) {
     return waitFor(window, interval, now, share, Infinity);
   }
-  return capped(window, interval, now, share).wait;
+  return capped(window, interval, now, share, reserve).wait;
 }
 
 /** When `cappedShare` of `share` comes to `target`, on the window's clock (its inverse). */
@@ -76,11 +80,25 @@ function capGivesBack(
   return Math.floor(at + interval * (1 + halvings)) + 1;
 }
 
-/** `share` under the window's cap, and ms until a slot is free for it: a send leaving, or the cap giving one back. */
-function capped(window: Window, interval: number, now: number, share: number) {
-  const most = cappedShare(window, interval, now, share);
+/**
+ * `share` under the window's cap, and ms until a slot is free for it: a send leaving, or the cap giving one back. Of
+ * `share` and `reserve` lowered together, the reserve is kept whole, up to half of them: lowered in proportion, one 429
+ * halved the live calls' room beside a crawl, six left 2 of 90 (r188b F1).
+ */
+function capped(
+  window: Window,
+  interval: number,
+  now: number,
+  share: number,
+  reserve = 0,
+) {
+  const whole = cappedShare(window, interval, now, share + reserve);
+  const kept = Math.min(reserve, Math.floor(whole / 2));
+  const most = Math.min(share, Math.max(1, whole - kept));
+  // The whole that gives one more: twice it less one, while the reserve takes half; else it plus the reserve.
+  const next = most + 1 <= reserve ? 2 * most + 1 : most + 1 + reserve;
   const sooner = most < share
-    ? capGivesBack(window, interval, share, most + 1)
+    ? capGivesBack(window, interval, share + reserve, next)
     : Infinity;
   return { most, wait: waitFor(window, interval, now, most, sooner) };
 }
@@ -173,8 +191,9 @@ export function shareRoom(
   interval: number,
   now: number,
   share: number,
+  reserve = 0,
 ): { wait: number; free: number } {
-  const { most, wait } = capped(window, interval, now, share);
+  const { most, wait } = capped(window, interval, now, share, reserve);
   if (wait > 0) return { wait, free: 0 };
   const { times, head, count } = window;
   // A send past the ring's room replaces its oldest, in ticket order: only one that left the window (as slotWait asks).

@@ -246,6 +246,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       interval,
       now,
       share,
+      this.#share - share,
     );
     this.#forAnswer = wait === Infinity;
     return { wait: wait && Math.min(wait, Math.max(1, until - now)), free };
