@@ -391,3 +391,31 @@ Deno.test("after 429s the reserve stays whole under the lowered cap, up to half 
     });
   }
 });
+
+Deno.test("a Redis limiter whose script answers more slots than asked, or none and no wait, takes it for a failing store: it paces alone and says rate.degraded (attack r188b F2: 49 phantom sends a take; F3: 439 round trips a second)", async () => {
+  for (const reply of [[50, 0, 1, "e", 0], [0, 0, 1, "e", 0]]) {
+    await withFakeTimers(async (timers) => {
+      using io = trackedIo(); // the script's digest: real crypto.subtle
+      let calls = 0;
+      const events: string[] = [];
+      const limiter = createRedisRateLimiter({
+        command: () => (calls++, Promise.resolve(reply)),
+        requests: 10,
+        interval: 1_000,
+        now: () => timers.now,
+        onEvent: (event) => events.push(event.type),
+      });
+      const tickets = new Set<number>();
+      for (let i = 0; i < 3; i++) {
+        const ticket = await drive(timers, limiter.take(), io.idle);
+        tickets.add(ticket);
+        limiter.answered(ticket);
+      }
+      await drive(timers, onFakeClock(timers, 1_000), io.idle);
+      equal(tickets.size, 3, `${reply}: one slot a take`);
+      ok(calls < 20, `${reply}: ${calls} store calls`);
+      equal(events[0], "rate.degraded", String(reply));
+      await drive(timers, limiter[Symbol.asyncDispose](), io.idle);
+    });
+  }
+});

@@ -135,7 +135,8 @@ class RedisWindow implements SharedWindow {
       String(this.#config.reserve),
       ...request.sends,
     ]);
-    // {granted, wait, holders, epoch, reseed}; anything else is a failing store, not a spin.
+    // {granted, wait, holders, epoch, reseed}; anything else is a failing store, not a spin: more granted than asked
+    // (r188b F2: 49 phantom sends a take) or none and no wait (F3: 439 round trips a second) too.
     const parts = Array.isArray(reply) ? reply : [];
     const values = parts.map(Number);
     const [granted = -1, wait = -1, holders = -1, , reseed = -1] = values;
@@ -143,7 +144,8 @@ class RedisWindow implements SharedWindow {
     const numbers = [granted, wait, holders, reseed];
     if (
       parts.length !== 5 || epoch === undefined ||
-      !numbers.every((n) => Number.isSafeInteger(n) && n >= 0)
+      !numbers.every((n) => Number.isSafeInteger(n) && n >= 0) ||
+      granted > request.sends.length || granted + wait === 0
     ) throw new TypeError("Redis answered the rate script with another type");
     return { granted, wait, holders, epoch, reseed: reseed === 1 };
   }
