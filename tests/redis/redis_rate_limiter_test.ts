@@ -395,3 +395,34 @@ processTest({
     redis.close();
   },
 });
+
+processTest({
+  name:
+    "a limiter whose Redis failed for a while takes from it again: rate.degraded, then rate.restored once its write back is asked (attack r190b F1: the script's write-back reply, none granted and no wait, was taken for a failing store, and the process paced alone for good)",
+  ignore,
+  async fn() {
+    await using server = await startRedis();
+    const redis = await connectRedis(server.port);
+    let failing = true;
+    const events: string[] = [];
+    const limiter = createRedisRateLimiter({
+      command: (args) =>
+        failing
+          ? Promise.reject(new Error("connection refused"))
+          : redis.command(args),
+      prefix: `test:${crypto.randomUUID()}`,
+      requests: 10,
+      interval: 200,
+      onEvent: (event: PartnerApiEvent) => events.push(event.type),
+    });
+    for (let i = 0; i < 3; i++) limiter.answered(await limiter.take());
+    failing = false;
+    // Paced alone at 5 a window, 100 takes outlast its pauses before it asks Redis again (0.5 s, then 1 s).
+    for (let i = 0; i < 100 && !events.includes("rate.restored"); i++) {
+      limiter.answered(await limiter.take());
+    }
+    equal(events.join(), "rate.degraded,rate.restored");
+    await limiter[Symbol.asyncDispose]();
+    redis.close();
+  },
+});
