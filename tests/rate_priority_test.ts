@@ -392,14 +392,21 @@ Deno.test("after 429s the reserve stays whole under the lowered cap, up to half 
   }
 });
 
-Deno.test("a Redis limiter whose script answers more slots than asked, or none and no wait, takes it for a failing store: it paces alone and says rate.degraded (attack r188b F2: 49 phantom sends a take; F3: 439 round trips a second)", async () => {
-  for (const reply of [[50, 0, 1, "e", 0], [0, 0, 1, "e", 0]]) {
+Deno.test("a Redis limiter whose script answers more slots than asked, a reseed neither 0 nor 1, or none and no wait, takes it for a failing store: it paces alone and says rate.degraded; the script's write back (none and no wait, reseed 1) is an answer (attack r188b F2: 49 phantom sends a take; F3: 439 round trips a second; r191b F1; r190b F1: the write back refused, no process rejoined)", async () => {
+  const lies = [[50, 0, 1, "e", 0], [0, 0, 1, "e", 0], [0, 0, 1, "e", 2]];
+  const writeBack = (call: number) =>
+    call === 0 ? [0, 0, 1, "e", 1] : [1, 0, 1, "e", 0];
+  const cases = [
+    ...lies.map((reply) => [() => reply, "rate.degraded"] as const),
+    [writeBack, undefined] as const,
+  ];
+  for (const [reply, event] of cases) {
     await withFakeTimers(async (timers) => {
       using io = trackedIo(); // the script's digest: real crypto.subtle
       let calls = 0;
       const events: string[] = [];
       const limiter = createRedisRateLimiter({
-        command: () => (calls++, Promise.resolve(reply)),
+        command: () => Promise.resolve(reply(calls++)),
         requests: 10,
         interval: 1_000,
         now: () => timers.now,
@@ -412,9 +419,9 @@ Deno.test("a Redis limiter whose script answers more slots than asked, or none a
         limiter.answered(ticket);
       }
       await drive(timers, onFakeClock(timers, 1_000), io.idle);
-      equal(tickets.size, 3, `${reply}: one slot a take`);
-      ok(calls < 20, `${reply}: ${calls} store calls`);
-      equal(events[0], "rate.degraded", String(reply));
+      equal(tickets.size, 3, `${reply(0)}: one slot a take`);
+      ok(calls < 20, `${reply(0)}: ${calls} store calls`);
+      equal(events[0], event, String(reply(0)));
       await drive(timers, limiter[Symbol.asyncDispose](), io.idle);
     });
   }

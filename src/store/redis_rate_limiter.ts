@@ -136,8 +136,8 @@ class RedisWindow implements SharedWindow {
       ...request.sends,
     ]);
     // {granted, wait, holders, epoch, reseed}; anything else is a failing store, not a spin: more granted than asked
-    // (r188b F2: 49 phantom sends a take), or none and no wait unless it asks a write back or none were asked (F3: 439
-    // round trips a second; r190b F1: the write back refused, a process never rejoined its fleet).
+    // (r188b F2: 49 phantom sends a take), a reseed neither 0 nor 1 (r191b F1), or none granted and no wait where sends
+    // were asked and no write back (F3: 439 round trips a second; r190b F1: that write back refused, no rejoining).
     const parts = Array.isArray(reply) ? reply : [];
     const values = parts.map(Number);
     const [granted = -1, wait = -1, holders = -1, , reseed = -1] = values;
@@ -146,7 +146,7 @@ class RedisWindow implements SharedWindow {
     if (
       parts.length !== 5 || epoch === undefined ||
       !numbers.every((n) => Number.isSafeInteger(n) && n >= 0) ||
-      granted > request.sends.length ||
+      granted > request.sends.length || reseed > 1 ||
       granted + wait + reseed === 0 && request.sends.length > 0
     ) throw new TypeError("Redis answered the rate script with another type");
     return { granted, wait, holders, epoch, reseed: reseed === 1 };
