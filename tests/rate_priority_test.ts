@@ -355,13 +355,14 @@ Deno.test("a fleet limiter whose store fails keeps the rule within its process: 
   });
 });
 
-Deno.test("after 429s the reserve stays whole under the lowered cap, up to half of it: a crawl filling the window leaves live calls 10 slots of 100 after one 429, 6 after three (attack r188b F1: lowered in proportion, 5 and 2; six 429s at 900 left 2 of 90)", async () => {
-  for (const [refusals, room] of [[1, 10], [3, 6]] as const) {
+Deno.test("after 429s the reserve stays whole under the lowered cap, up to half of it: a crawl filling the window leaves live calls 10 slots of 100 after one 429, 6 after three; a reserve over half the limit never less than its part (attack r188b F1: lowered in proportion, 5 and 2; six 429s at 900 left 2 of 90; review r191a R1: half the cap alone gave a reserve of 80 30 slots of 50)", async () => {
+  const cases = [[10, 1, 10], [10, 3, 6], [80, 1, 40], [80, 3, 11]] as const;
+  for (const [reserve, refusals, room] of cases) {
     await withFakeTimers(async (timers) => {
       const limiter = createRateLimiter({
         requests: 100,
         interval: 60_000,
-        reserve: 10,
+        reserve,
         now: () => timers.now,
       });
       limiter.answered(await limiter.take());
@@ -380,9 +381,9 @@ Deno.test("after 429s the reserve stays whole under the lowered cap, up to half 
           ),
       );
       await drive(timers, onFakeClock(timers, 100));
-      const live = Array.from({ length: 20 }, () => limiter.take(leave.signal));
+      const live = Array.from({ length: 60 }, () => limiter.take(leave.signal));
       const now = live.filter((slot) => typeof slot === "number").length;
-      equal(now, room, `${refusals} 429s: ${low} background sends`);
+      equal(now, room, `${reserve}, ${refusals} 429s: ${low} background sends`);
       leave.abort();
       await Promise.all([
         ...crawl,

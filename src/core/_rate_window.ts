@@ -82,8 +82,8 @@ function capGivesBack(
 
 /**
  * `share` under the window's cap, and ms until a slot is free for it: a send leaving, or the cap giving one back. Of
- * `share` and `reserve` lowered together, the reserve is kept whole, up to half of them: lowered in proportion, one 429
- * halved the live calls' room beside a crawl, six left 2 of 90 (r188b F1).
+ * `share` and `reserve` lowered together, the reserve is kept whole, up to half of them, and never less than its part:
+ * lowered in proportion alone, one 429 halved the live calls' room beside a crawl, six left 2 of 90 (r188b F1).
  */
 function capped(
   window: Window,
@@ -93,12 +93,17 @@ function capped(
   reserve = 0,
 ) {
   const whole = cappedShare(window, interval, now, share + reserve);
-  const kept = Math.min(reserve, Math.floor(whole / 2));
-  const most = Math.min(share, Math.max(1, whole - kept));
+  const part = reserve === 0
+    ? whole
+    : cappedShare(window, interval, now, share);
+  const most = Math.min(part, whole - Math.min(reserve, Math.floor(whole / 2)));
   // The whole that gives one more: twice it less one, while the reserve takes half; else it plus the reserve.
   const next = most + 1 <= reserve ? 2 * most + 1 : most + 1 + reserve;
   const sooner = most < share
-    ? capGivesBack(window, interval, share + reserve, next)
+    ? Math.max(
+      capGivesBack(window, interval, share + reserve, next),
+      capGivesBack(window, interval, share, most + 1),
+    )
     : Infinity;
   return { most, wait: waitFor(window, interval, now, most, sooner) };
 }

@@ -276,7 +276,7 @@ function readAgain(
         at,
         last: read ?? end,
         count: window.count,
-        ...(moved && !agrees && { moved }),
+        ...(moved && { moved }),
       },
     }
     : {};
