@@ -9,6 +9,7 @@ import {
   type WindowState,
 } from "../src/sync/_window.ts";
 import { nextWindow, planWindow } from "../src/sync/_window_plan.ts";
+import { goesOn, type PageRead } from "../src/sync/_short_end.ts";
 import { runStart, sweepStart } from "../src/sync/_checkpoint.ts";
 import { SyncError } from "../src/sync/mod.ts";
 
@@ -351,4 +352,28 @@ Deno.test('keys are in one total order, whatever mixes of numbers and strings th
       }]]],
     },
   );
+});
+
+Deno.test("goesOn, a short page that ended before the end read just before it, nothing past it: the end holds where the item just before is the page's last or before it, and is a cut where that item is past the page's last or missing (review r191a R4; attack r189a F1, F2)", async () => {
+  // The list as the reads find it: items 0 to `length - 1`, keyed by their place less `shift`.
+  const readOf = (length: number, shift = 0): PageRead => ({
+    sign: 1,
+    keysOf: ({ start, limit }) =>
+      Promise.resolve(
+        keys(start - shift, Math.min(start + limit, length) - 1 - shift),
+      ),
+  });
+  const end = { at: 40, last: key(39), count: 30, moved: true };
+  const swept = { ...state(39, 40), domain: { above: null, upTo: key(99) } };
+  const cases: [PageRead, typeof end, boolean][] = [
+    [readOf(40), end, false], // the page's last just before: the list ends there
+    [readOf(40, 2), end, false], // one before it: the page's last went since
+    [readOf(40, -2), end, true], // one past it: the page stood elsewhere
+    [readOf(38), end, true], // none: the page stood further on than the list reaches
+    [readOf(39), end, true], // none just before (one two before: no word)
+    [readOf(38), { ...end, moved: false }, false], // agreed with the read before: no look back
+  ];
+  for (const [read, short, cut] of cases) {
+    equal(await goesOn(read, short, swept, 30), cut);
+  }
 });
