@@ -15,6 +15,7 @@ import {
   type RateLimiter,
 } from "../src/client/rate_limit.ts";
 import {
+  capAtRefusal,
   emptyWindow,
   recordAnswer,
   recordSend,
@@ -478,5 +479,90 @@ Deno.test("slotWait() under a share answers as sorting the window's sends would,
       }
     }),
     { numRuns: runs(300, 3000) },
+  );
+});
+
+/** A cap after refusals, as `capAtRefusal` left it: the most that count at once, from `at`. */
+interface Cap {
+  readonly most: number;
+  readonly at: number;
+}
+
+/**
+ * The room background has under a cap at `now`, as docs/rate-limit.md says it: the cap given back by halves an interval
+ * after the last 429; `share` and `reserve` lowered with it in proportion, the reserve kept whole up to half of them.
+ */
+function roomUnderCap(
+  cap: Cap,
+  limit: number,
+  interval: number,
+  now: number,
+  share: number,
+  reserve: number,
+): number {
+  const halvings = Math.max(0, (now - cap.at) / interval - 1);
+  const held = limit - Math.floor((limit - cap.most) / 2 ** halvings);
+  if (held >= limit) return share;
+  const lowered = (n: number) => Math.max(1, Math.floor(n * held / limit));
+  const whole = lowered(share + reserve);
+  const part = reserve === 0 ? whole : lowered(share);
+  return Math.min(part, whole - Math.min(reserve, Math.floor(whole / 2)));
+}
+
+Deno.test("slotWait() under a cap, with a reserve beside the share, names the first moment a slot is free by the documented rule, scanned a ms at a time: a background caller waiting under a lowered cap wakes neither early (a busy loop) nor late, and never over its room (review r191a R3)", () => {
+  const cases = fc.record({
+    requests: fc.integer({ min: 2, max: 40 }),
+    slot: fc.integer({ min: 1, max: 30 }),
+    reserve: fc.nat({ max: 39 }),
+    refusals: fc.integer({ min: 1, max: 9 }),
+    members: fc.integer({ min: 1, max: 3 }),
+    late: fc.boolean(),
+  });
+  fc.assert(
+    fc.property(cases, (c) => {
+      const interval = c.requests * c.slot, window = emptyWindow(c.requests);
+      // A fleet member's part of the limit, its reserve kept apart from what background may take.
+      const member = Math.max(2, Math.floor(c.requests / c.members));
+      const reserve = c.reserve % member;
+      const share = member - reserve;
+      let now = 1_000_000;
+      for (let n = 0; n < c.refusals; n++) {
+        now += c.slot + 1;
+        capAtRefusal(window, interval, now);
+      }
+      const cap = { ...window.cap };
+      // Each send's time it counts from (awaiting its answer: Infinity), in order.
+      const sends: number[] = [];
+      const free = (t: number) => {
+        const oldest = sends.at(-c.requests);
+        if (oldest !== undefined && oldest + interval > t) return false;
+        const room = roomUnderCap(cap, c.requests, interval, t, share, reserve);
+        return sends.filter((time) => time + interval > t).length < room;
+      };
+      // Background fills its room, no further; answered late or not.
+      while (slotWait(window, interval, now, share, reserve) === 0) {
+        ok(free(now), `send ${sends.length}`);
+        sends.push(Infinity);
+        recordSend(window, Infinity);
+      }
+      ok(!free(now), `room left after ${sends.length}`);
+      if (c.late) now += interval;
+      sends.forEach((_, ticket) => {
+        recordAnswer(window, ticket, now);
+        sends[ticket] = now;
+      });
+      const end = now + 3 * interval;
+      // Along the give-back: the wait slotWait names against the scan, then a send at that moment counting past it.
+      for (let step = 0; step < 12; step++) {
+        let first = now;
+        while (first < end && !free(first)) first++;
+        if (first >= end) return;
+        equal(slotWait(window, interval, now, share, reserve), first - now);
+        now = first;
+        sends.push(end + 1);
+        recordAnswer(window, recordSend(window, Infinity), end + 1);
+      }
+    }),
+    { numRuns: runs(150, 2000) },
   );
 });
