@@ -427,3 +427,36 @@ Deno.test("a Redis limiter whose script answers more slots than asked, a reseed 
     });
   }
 });
+
+Deno.test("a Redis limiter whose script grants nothing again and again, each a ms away, asks no more often than a slot comes; one that asks for a write back at every take is a failing store: callers go alone, rate.degraded, then rate.restored once a take answers (attack r191b F2: 465 round trips a second; F3: callers stalled, nothing said)", async () => {
+  const grants = [1, 0, 1, "e", 0];
+  const stores = [
+    { lie: [0, 1, 1, "e", 0], events: [] },
+    { lie: [0, 0, 1, "e", 1], events: ["rate.degraded", "rate.restored"] },
+  ];
+  for (const { lie, events: said } of stores) {
+    await withFakeTimers(async (timers) => {
+      using io = trackedIo(); // the script's digest: real crypto.subtle
+      let calls = 0;
+      const events: string[] = [];
+      const limiter = createRedisRateLimiter({
+        command: () =>
+          Promise.resolve(timers.now < 5_000 ? (calls++, lie) : grants),
+        requests: 10,
+        interval: 1_000,
+        now: () => timers.now,
+        onEvent: (event) => events.push(event.type),
+      });
+      // A caller in the first second, one after the store answers again.
+      const first = Promise.race([limiter.take(), onFakeClock(timers, 1_000)]);
+      const served = await drive(timers, first, io.idle);
+      await drive(timers, onFakeClock(timers, 5_000), io.idle);
+      const later = await drive(timers, limiter.take(), io.idle);
+      equal(typeof later, "number");
+      if (lie[4] === 1) equal(typeof served, "number", "served alone");
+      ok(calls <= 60, `${lie}: ${calls} store calls in 5 s, a slot 100 ms`);
+      deepStrictEqual(events, said, String(lie));
+      await drive(timers, limiter[Symbol.asyncDispose](), io.idle);
+    });
+  }
+});

@@ -67,6 +67,8 @@ const FIRST_PAUSE = 500;
 const LONGEST_PAUSE = 30_000;
 /** Sends asked for in one take, at most. */
 const MOST_PER_TAKE = 64;
+/** Write-backs the store may ask for in a row before it counts as failing. */
+const MOST_RESEEDS = 3;
 
 /** A member's share of `requests` among `holders` (at least two: another may join while the store is down). */
 const shareOf = (requests: number, holders: number) =>
@@ -118,8 +120,9 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #othersSeenAt = -Infinity;
   /** When it last took from the store (-Infinity: never). */
   #lastTakeAt = -Infinity;
-  /** Write-backs in a row that the store asked for again at once. */
+  /** Write-backs in a row that the store asked for again at once, and takes in a row it granted nothing. */
   #reseeds = 0;
+  #empties = 0;
   #disposed = false;
 
   constructor(shared: SharedWindow, config: FleetConfig) {
@@ -254,16 +257,15 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** Slots from the store for as many as wait of one priority (live first), or the wait. */
   async #takeShared(): Promise<number> {
-    const line = this.#lines.next;
-    const low = line === this.#lines.low;
+    const line = this.#lines.next, low = line === this.#lines.low;
     const room = this.#room(line, this.#keepShareUntil);
     if (room.wait > 0) return room.wait;
     const most = Math.min(MOST_PER_TAKE, this.limit.requests, room.free);
     const count = Math.min(line.size, most);
-    const first = this.#own.sent;
+    const { holder } = this.#config, first = this.#own.sent;
     const sends = Array.from(
       { length: count },
-      (_, i) => `${this.#config.holder}:${first + i}`,
+      (_, i) => `${holder}:${first + i}`,
     );
     const ask = { sends, epoch: this.#epoch, returning: this.#returning, low };
     let reply: TakeReply;
@@ -272,8 +274,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       reply = await this.#shared.take(ask);
       if (reply.reseed) return await this.#reseed(reply.epoch);
     } catch {
-      this.#goAlone();
-      return 0;
+      return this.#goAlone();
     }
     this.#taken(reply);
     this.#storeWait = reply.holders === 0; // a store that lost the write judged nothing
@@ -288,12 +289,16 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     if (reply.granted < count && this.#lines.size === 0) this.#leave();
     // A live caller came while background slots were asked for: at once.
     if ((low && this.#lines.live.size > 0) || line.size === 0) return 0;
-    return reply.granted === count ? 0 : Math.max(1, reply.wait);
+    if (reply.granted === count) return 0;
+    // Nothing granted in a row, each soon after: asks no more often than a slot comes (r191b F2: 465 a second).
+    const slot = this.limit.interval / this.limit.requests;
+    return Math.max(1, reply.wait, Math.min(slot, 2 ** (this.#empties - 1)));
   }
 
   /** What a take that granted (or named a wait) tells this process. */
   #taken(reply: TakeReply): void {
     this.#reseeds = 0;
+    this.#empties = reply.granted > 0 ? 0 : this.#empties + 1;
     this.#epoch = reply.epoch;
     // While it keeps to its share, the store counts only the members back: those still alone are not among them.
     const now = this.#config.now(), keeping = now < this.#keepShareUntil;
@@ -318,6 +323,10 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** The store lost the window (or this process paced alone): write back its sends, then take. */
   async #reseed(epoch: string): Promise<number> {
+    // Asked again and again at once, not back from alone: a failing store, paced without (r191b F3: callers stalled).
+    if (this.#reseeds >= MOST_RESEEDS && !this.#returning) {
+      return this.#goAlone();
+    }
     const now = this.#config.now(), last = this.#lastTakeAt;
     const { holder } = this.#config;
     const { times, sent, count } = this.#own;
@@ -340,7 +349,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       const others = last === -Infinity || last - this.#othersSeenAt < span ||
         last < this.#keepShareUntil;
       if (others) this.#keepShareUntil = now + span;
-      this.#restored();
+      if (this.#reseeds < MOST_RESEEDS) this.#restored(); // else once a take answers
     }
     this.#epoch = epoch;
     this.#returning = false;
@@ -351,12 +360,13 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       : Math.min(LONGEST_PAUSE, 2 ** this.#reseeds);
   }
 
-  /** The store failed: pace alone at the last known share for a while. */
-  #goAlone(): void {
+  /** The store failed: pace alone at the last known share for a while (no wait: its callers go alone at once). */
+  #goAlone(): 0 {
     const now = this.#config.now();
     const pause = Math.min(LONGEST_PAUSE, FIRST_PAUSE * 2 ** this.#failures++);
     this.#aloneUntil = now + pause;
     this.#degrade(now);
+    return 0;
   }
 
   /** Says once per fall that this process paces alone. */
