@@ -460,3 +460,20 @@ Deno.test("a Redis limiter whose script grants nothing again and again, each a m
     });
   }
 });
+
+Deno.test("a Redis limiter's backoff on takes granted nothing counts only those a ms away in a row: after waits of a slot or more, a wait of 1 ms is 1 ms (a crawl's takes in a busy fleet hold no live call back)", async () => {
+  await withFakeTimers(async (timers) => {
+    using io = trackedIo(); // the script's digest: real crypto.subtle
+    const replies = [200, 200, 200, 200, 1].map((wait) => [0, wait, 1, "e", 0]);
+    let calls = 0;
+    const limiter = createRedisRateLimiter({
+      command: () => Promise.resolve(replies[calls++] ?? [1, 0, 1, "e", 0]),
+      requests: 10,
+      interval: 1_000,
+      now: () => timers.now,
+    });
+    await drive(timers, limiter.take(), io.idle);
+    equal(timers.now, 4 * 200 + 1);
+    await drive(timers, limiter[Symbol.asyncDispose](), io.idle);
+  });
+});

@@ -120,7 +120,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #othersSeenAt = -Infinity;
   /** When it last took from the store (-Infinity: never). */
   #lastTakeAt = -Infinity;
-  /** Write-backs in a row that the store asked for again at once, and takes in a row it granted nothing. */
+  /** Write-backs in a row that the store asked for again at once, and takes in a row it granted nothing, a ms away. */
   #reseeds = 0;
   #empties = 0;
   #disposed = false;
@@ -277,6 +277,10 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       return this.#goAlone();
     }
     this.#taken(reply);
+    // Nothing granted, each time a ms away, in a row: asks no more often than a slot comes (r191b F2: 465 a second).
+    const slot = this.limit.interval / this.limit.requests;
+    const empty = reply.granted === 0 && reply.wait < slot;
+    this.#empties = empty ? this.#empties + 1 : 0;
     this.#storeWait = reply.holders === 0; // a store that lost the write judged nothing
     for (let i = 0; i < reply.granted; i++) {
       // (Tickets follow `first`: only this loop records sends meanwhile.)
@@ -290,15 +294,12 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     // A live caller came while background slots were asked for: at once.
     if ((low && this.#lines.live.size > 0) || line.size === 0) return 0;
     if (reply.granted === count) return 0;
-    // Nothing granted in a row, each soon after: asks no more often than a slot comes (r191b F2: 465 a second).
-    const slot = this.limit.interval / this.limit.requests;
     return Math.max(1, reply.wait, Math.min(slot, 2 ** (this.#empties - 1)));
   }
 
   /** What a take that granted (or named a wait) tells this process. */
   #taken(reply: TakeReply): void {
     this.#reseeds = 0;
-    this.#empties = reply.granted > 0 ? 0 : this.#empties + 1;
     this.#epoch = reply.epoch;
     // While it keeps to its share, the store counts only the members back: those still alone are not among them.
     const now = this.#config.now(), keeping = now < this.#keepShareUntil;
@@ -328,8 +329,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       return this.#goAlone();
     }
     const now = this.#config.now(), last = this.#lastTakeAt;
-    const { holder } = this.#config;
-    const { times, sent, count } = this.#own;
+    const { holder } = this.#config, { times, sent, count } = this.#own;
     const sends: [string, number][] = [];
     for (let ticket = sent - count; ticket < sent; ticket++) {
       const time = times[ticket % times.length]!;
