@@ -477,3 +477,51 @@ Deno.test("a Redis limiter's backoff on takes granted nothing counts only those 
     await drive(timers, limiter[Symbol.asyncDispose](), io.idle);
   });
 });
+
+Deno.test("a Redis limiter whose store asks for a write back at every take for minutes serves its callers alone throughout, never a second without a slot, and says rate.degraded once (attack r192a F1: back from alone, each write back waited 2^n ms, up to 30 s stalled of every minute)", async () => {
+  await withFakeTimers(async (timers) => {
+    using io = trackedIo(); // the script's digest: real crypto.subtle
+    const events: string[] = [];
+    const limiter = createRedisRateLimiter({
+      command: () => Promise.resolve([0, 0, 1, "e", 1]),
+      requests: 10,
+      interval: 1_000,
+      now: () => timers.now,
+      onEvent: (event) => events.push(event.type),
+    });
+    let longest = 0;
+    for (let last = 0; timers.now < 180_000;) {
+      limiter.answered(await drive(timers, limiter.take(), io.idle));
+      longest = Math.max(longest, timers.now - last);
+      last = timers.now;
+    }
+    ok(longest <= 1_000, `${longest} ms without a slot`);
+    deepStrictEqual(events, ["rate.degraded"]);
+    await drive(timers, limiter[Symbol.asyncDispose](), io.idle);
+  });
+});
+
+Deno.test("a live caller's first take starts the backoff on takes granted nothing afresh: background's empty takes a ms away were not its (attack r192a F3: it waited a slot, 100 ms, for a wait of 1)", async () => {
+  await withFakeTimers(async (timers) => {
+    using io = trackedIo(); // the script's digest: real crypto.subtle
+    let liveAsked = false;
+    const limiter = createRedisRateLimiter({
+      command: () => {
+        const first = timers.now >= 1_500 && !liveAsked;
+        liveAsked ||= first;
+        return Promise.resolve(
+          timers.now < 1_500 || first ? [0, 1, 1, "e", 0] : [1, 0, 1, "e", 0],
+        );
+      },
+      requests: 10,
+      interval: 1_000,
+      now: () => timers.now,
+    });
+    const crawl = limiter.take(undefined, "low");
+    await drive(timers, onFakeClock(timers, 1_500), io.idle);
+    await drive(timers, limiter.take(undefined, "high"), io.idle);
+    equal(timers.now, 1_501);
+    limiter.answered(await drive(timers, crawl, io.idle));
+    await drive(timers, limiter[Symbol.asyncDispose](), io.idle);
+  });
+});

@@ -67,8 +67,8 @@ const FIRST_PAUSE = 500;
 const LONGEST_PAUSE = 30_000;
 /** Sends asked for in one take, at most. */
 const MOST_PER_TAKE = 64;
-/** Write-backs the store may ask for in a row before it counts as failing. */
-const MOST_RESEEDS = 3;
+/** Write-backs the store may ask for in a row (each at once after the last) before it counts as failing. */
+const MOST_ASKS = 3;
 
 /** A member's share of `requests` among `holders` (at least two: another may join while the store is down). */
 const shareOf = (requests: number, holders: number) =>
@@ -140,10 +140,12 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     if (refused !== undefined) return refused;
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.#disposed) return Promise.reject(disposed());
-    const { live, low } = this.#lines;
-    const line = this.#lines.of(priority);
-    // The first live caller behind a background wait asks at once: that wait was not its.
-    if (line === live && live.size === 0 && low.size > 0) this.#lines.resume();
+    const { live, low } = this.#lines, line = this.#lines.of(priority);
+    // The first live caller behind a background wait asks at once: that wait, and its empty takes, were not its.
+    if (line === live && live.size === 0 && low.size > 0) {
+      this.#lines.resume();
+      this.#empties = 0;
+    }
     const slot = this.#lines.join(line, signal);
     this.#wake();
     return slot;
@@ -325,9 +327,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** The store lost the window (or this process paced alone): write back its sends, then take. */
   async #reseed(epoch: string): Promise<number> {
     // Asked again and again at once, not back from alone: a failing store, paced without (r191b F3: callers stalled).
-    if (this.#reseeds >= MOST_RESEEDS && !this.#returning) {
-      return this.#goAlone();
-    }
+    if (this.#reseeds >= MOST_ASKS && !this.#returning) return this.#goAlone();
     const now = this.#config.now(), last = this.#lastTakeAt;
     const { holder } = this.#config, { times, sent, count } = this.#own;
     const sends: [string, number][] = [];
@@ -349,15 +349,14 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       const others = last === -Infinity || last - this.#othersSeenAt < span ||
         last < this.#keepShareUntil;
       if (others) this.#keepShareUntil = now + span;
-      if (this.#reseeds < MOST_RESEEDS) this.#restored(); // else once a take answers
+      if (this.#reseeds < MOST_ASKS) this.#restored(); // else once a take answers
     }
     this.#epoch = epoch;
     this.#returning = false;
-    // A window lost again at once (something keeps replacing it): back off, no loop of round trips.
+    // Lost again at once (something keeps replacing it): back off; past the most, at once, to go alone (r192a F1).
     this.#storeWait = true;
-    return this.#reseeds++ === 0
-      ? 0
-      : Math.min(LONGEST_PAUSE, 2 ** this.#reseeds);
+    const asked = ++this.#reseeds;
+    return asked === 1 || asked > MOST_ASKS ? 0 : 2 ** asked;
   }
 
   /** The store failed: pace alone at the last known share for a while (no wait: its callers go alone at once). */
