@@ -350,11 +350,11 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       const others = last === -Infinity || last - this.#othersSeenAt < span ||
         last < this.#keepShareUntil;
       if (others) this.#keepShareUntil = now + span;
-      if (this.#reseeds < MOST_ASKS) this.#restored(); // else once a take answers
+      if (this.#reseeds < MOST_ASKS) this.#restored(); // else once a take grants
     }
     this.#epoch = epoch;
     this.#returning = false;
-    // Lost again at once (something keeps replacing it): back off; past the most, at once, to go alone (r192a F1).
+    // Lost again, none granted (something keeps replacing it): back off; past the most, at once, to go alone (r192a F1).
     this.#storeWait = true;
     const asked = ++this.#reseeds;
     return asked === 1 || asked > MOST_ASKS ? 0 : 2 ** asked;
