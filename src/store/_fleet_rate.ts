@@ -67,7 +67,7 @@ const FIRST_PAUSE = 500;
 const LONGEST_PAUSE = 30_000;
 /** Sends asked for in one take, at most. */
 const MOST_PER_TAKE = 64;
-/** Write-backs the store may ask for with no send granted between before it counts as failing. */
+/** Write-backs the store may ask for in a row (each at once after the last) before it counts as failing. */
 const MOST_ASKS = 3;
 
 /** A member's share of `requests` among `holders` (at least two: another may join while the store is down). */
@@ -120,7 +120,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #othersSeenAt = -Infinity;
   /** When it last took from the store (-Infinity: never). */
   #lastTakeAt = -Infinity;
-  /** Write-backs the store asked for since it last granted a send; takes in a row it granted nothing, a ms away. */
+  /** Write-backs in a row that the store asked for again at once, and takes in a row it granted nothing, a ms away. */
   #reseeds = 0;
   #empties = 0;
   #disposed = false;
@@ -301,8 +301,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** What a take that granted (or named a wait) tells this process. */
   #taken(reply: TakeReply): void {
-    // A wait between write backs is no way out (a window lost again and again, short each time: r193a F1, starved).
-    if (reply.granted > 0) this.#reseeds = 0;
+    this.#reseeds = 0;
     this.#epoch = reply.epoch;
     // While it keeps to its share, the store counts only the members back: those still alone are not among them.
     const now = this.#config.now(), keeping = now < this.#keepShareUntil;
@@ -313,7 +312,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     }
     if (reply.holders > 1) this.#othersSeenAt = now;
     this.#lastTakeAt = now;
-    if (this.#reseeds < MOST_ASKS) this.#restored();
+    this.#restored();
   }
 
   /** The store answered: the next failure pauses from the start, and a fall ends. */
@@ -327,7 +326,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** The store lost the window (or this process paced alone): write back its sends, then take. */
   async #reseed(epoch: string): Promise<number> {
-    // Asked again and again, nothing granted, not back from alone: a failing store, paced without (r191b F3: stalled).
+    // Asked again and again at once, not back from alone: a failing store, paced without (r191b F3: callers stalled).
     if (this.#reseeds >= MOST_ASKS && !this.#returning) return this.#goAlone();
     const now = this.#config.now(), last = this.#lastTakeAt;
     const { holder } = this.#config, { times, sent, count } = this.#own;
@@ -350,11 +349,11 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       const others = last === -Infinity || last - this.#othersSeenAt < span ||
         last < this.#keepShareUntil;
       if (others) this.#keepShareUntil = now + span;
-      if (this.#reseeds < MOST_ASKS) this.#restored(); // else once a take grants
+      if (this.#reseeds < MOST_ASKS) this.#restored(); // else once a take answers
     }
     this.#epoch = epoch;
     this.#returning = false;
-    // Lost again, none granted (something keeps replacing it): back off; past the most, at once, to go alone (r192a F1).
+    // Lost again at once (something keeps replacing it): back off; past the most, at once, to go alone (r192a F1).
     this.#storeWait = true;
     const asked = ++this.#reseeds;
     return asked === 1 || asked > MOST_ASKS ? 0 : 2 ** asked;
