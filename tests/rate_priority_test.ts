@@ -525,3 +525,37 @@ Deno.test("a live caller's first take starts the backoff on takes granted nothin
     await drive(timers, limiter[Symbol.asyncDispose](), io.idle);
   });
 });
+
+/** A scripted Redis whose take script answers `reply(take)` (the n-th take, from 0); write-backs and answers pass. */
+function scriptedTakes(reply: (take: number) => unknown[]) {
+  let takeScript: unknown, takes = 0;
+  return (args: readonly string[]) => {
+    takeScript ??= args[1]; // the first command is a take
+    const took = args[1] === takeScript;
+    return Promise.resolve(took ? reply(takes++) : [0, 0, 1, "e", 0]);
+  };
+}
+
+Deno.test("a Redis limiter whose store loses its window more than 5 times an interval, none granted, takes it for a failing store and serves its callers alone; losses as often as 3 an interval leave them to wait for the store (attack r193a F1: a write back asked at every other take, none granted between, stalled callers for good)", async () => {
+  const lost = [0, 0, 1, "e", 1], full = [0, 100, 2, "e", 0];
+  for (const often of [true, false]) {
+    await withFakeTimers(async (timers) => {
+      using io = trackedIo(); // the script's digest: real crypto.subtle
+      let losses = 0; // lost at every other take, or at the first after each 700 ms
+      const reply = (take: number) =>
+        (often ? take % 2 === 0 : timers.now >= losses * 700 && ++losses)
+          ? lost
+          : full;
+      const limiter = createRedisRateLimiter({
+        command: scriptedTakes(reply),
+        requests: 20,
+        interval: 2_000,
+        now: () => timers.now,
+      });
+      const taken = Promise.race([limiter.take(), onFakeClock(timers, 10_000)]);
+      const served = await drive(timers, taken, io.idle);
+      equal(typeof served === "number", often, `served: ${served}`);
+      await drive(timers, limiter[Symbol.asyncDispose](), io.idle);
+    });
+  }
+});

@@ -2,61 +2,13 @@
 // atomically) for as many as wait. Its sends of the last window pace it alone when the store fails, and are written back.
 
 import type { RateLimit, RateLimiter } from "../core/rate_limiter.ts";
-import {
-  checkRateLimit,
-  checkReserve,
-  type RatePriority,
-  SERVICE_RATE_LIMIT,
-} from "../core/_rate_options.ts";
+import type { RatePriority } from "../core/_rate_options.ts";
 import * as rateWindow from "../core/_rate_window.ts";
 import * as rateLines from "../core/_rate_lines.ts";
 import { emit } from "../core/_emit.ts";
-import { requireFunction, requireOptions } from "../core/_check.ts";
-import { steadyClock } from "../core/_clock.ts";
-import type { FleetRateLimiterOptions } from "./fleet_options.ts";
+import type { FleetConfig, SharedWindow } from "./_fleet_config.ts";
 import { Answers } from "./_answers.ts";
-import {
-  HOLD,
-  type Reseed,
-  type TakeReply,
-  type TakeRequest,
-  windowSpan,
-} from "./_window_rules.ts";
-
-/** The fleet's window in a store; a send is named `<holder>:<ticket>`, unanswered until `answer`. */
-export interface SharedWindow {
-  readonly store: "redis" | "kv";
-  /** Takes slots for the sends, in order, as far as the window and the line allow. */
-  take(request: TakeRequest): Promise<TakeReply>;
-  /** Writes back this process's sends of the last window that the window lacks. */
-  reseed(reseed: Reseed): Promise<void>;
-  /** The sends were answered: their slots count from now. */
-  answer(sends: readonly string[]): Promise<void>;
-  /** The service refused a request for its rate: no send for a while. */
-  refuse(): Promise<void>;
-}
-
-/** What a fleet limiter needs besides its store. */
-export type FleetConfig = Readonly<ReturnType<typeof fleetConfig>>;
-
-/** Checks the options both fleet limiters take; `most` bounds `requests`. */
-export function fleetConfig(
-  options: FleetRateLimiterOptions & { now?: () => number },
-  context: string,
-  most: number,
-) {
-  requireOptions(options, context);
-  const limit = checkRateLimit(options, context, most, SERVICE_RATE_LIMIT);
-  return {
-    limit,
-    reserve: checkReserve(options.reserve, limit.requests, context),
-    // Names this process's sends in the store.
-    holder: crypto.randomUUID().slice(0, 13),
-    // A clock that never goes back (a step back must not stall callers).
-    now: steadyClock(requireFunction(options.now, context, "now")),
-    onEvent: requireFunction(options.onEvent, context, "onEvent"),
-  };
-}
+import { HOLD, type TakeReply, windowSpan } from "./_window_rules.ts";
 
 /** What a take of a disposed limiter rejects with. */
 const disposed = () =>
@@ -69,6 +21,8 @@ const LONGEST_PAUSE = 30_000;
 const MOST_PER_TAKE = 64;
 /** Write-backs the store may ask for in a row (each at once after the last) before it counts as failing. */
 const MOST_ASKS = 3;
+/** Windows it may lose within an interval, no grant since, before it counts as failing (r193a F1: stalled callers). */
+const MOST_LOSSES = 5;
 
 /** A member's share of `requests` among `holders` (at least two: another may join while the store is down). */
 const shareOf = (requests: number, holders: number) =>
@@ -123,6 +77,9 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** Write-backs in a row that the store asked for again at once, and takes in a row it granted nothing, a ms away. */
   #reseeds = 0;
   #empties = 0;
+  /** Windows lost since the first of them within an interval, no grant since (not counting write-backs back from alone). */
+  #losses = 0;
+  #lostAt = -Infinity;
   #disposed = false;
 
   constructor(shared: SharedWindow, config: FleetConfig) {
@@ -279,6 +236,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       return this.#goAlone();
     }
     this.#taken(reply);
+    if (reply.granted > 0) this.#losses = 0;
     // Nothing granted, each time a ms away, in a row: asks no more often than a slot comes (r191b F2: 465 a second).
     const slot = this.limit.interval / this.limit.requests;
     const empty = reply.granted === 0 && reply.wait < slot;
@@ -326,9 +284,12 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** The store lost the window (or this process paced alone): write back its sends, then take. */
   async #reseed(epoch: string): Promise<number> {
-    // Asked again and again at once, not back from alone: a failing store, paced without (r191b F3: callers stalled).
-    if (this.#reseeds >= MOST_ASKS && !this.#returning) return this.#goAlone();
     const now = this.#config.now(), last = this.#lastTakeAt;
+    // Asked again and again at once, or lost more often than ordinary losses come, none granted: a failing store, paced
+    // without (r191b F3, r193a F1: callers stalled). Not when back from alone: that write-back is its own.
+    if (!this.#returning && (this.#reseeds >= MOST_ASKS || this.#lost(now))) {
+      return this.#goAlone();
+    }
     const { holder } = this.#config, { times, sent, count } = this.#own;
     const sends: [string, number][] = [];
     for (let ticket = sent - count; ticket < sent; ticket++) {
@@ -357,6 +318,14 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     this.#storeWait = true;
     const asked = ++this.#reseeds;
     return asked === 1 || asked > MOST_ASKS ? 0 : 2 ** asked;
+  }
+
+  /** Counts a lost window: more than MOST_LOSSES within an interval, none granted since the first, is a failing store. */
+  #lost(now: number): boolean {
+    if (this.#losses === 0 || now - this.#lostAt >= this.limit.interval) {
+      [this.#losses, this.#lostAt] = [0, now];
+    }
+    return ++this.#losses > MOST_LOSSES;
   }
 
   /** The store failed: pace alone at the last known share for a while (no wait: its callers go alone at once). */

@@ -4,12 +4,12 @@
 import { optionNames, requireKnownOptions } from "../core/_check.ts";
 import type { RateLimiter } from "../core/rate_limiter.ts";
 import type { FleetRateLimiterOptions } from "./fleet_options.ts";
+import { FleetRateLimiter } from "./_fleet_rate.ts";
 import {
   type FleetConfig,
   fleetConfig,
-  FleetRateLimiter,
   type SharedWindow,
-} from "./_fleet_rate.ts";
+} from "./_fleet_config.ts";
 import {
   answerSends,
   emptyState,

@@ -5,12 +5,12 @@ import type { RateLimiter } from "../core/rate_limiter.ts";
 import { MOST_WINDOW_REQUESTS } from "../core/_rate_options.ts";
 import type { FleetRateLimiterOptions } from "./fleet_options.ts";
 import type { RedisCommand } from "./redis_command.ts";
+import { FleetRateLimiter } from "./_fleet_rate.ts";
 import {
   type FleetConfig,
   fleetConfig,
-  FleetRateLimiter,
   type SharedWindow,
-} from "./_fleet_rate.ts";
+} from "./_fleet_config.ts";
 import {
   GRACE,
   HOLD,
