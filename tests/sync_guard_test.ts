@@ -936,7 +936,7 @@ Deno.test("churn is not net: 200 out and 200 in is 200 deletes, held back by the
   }
 });
 
-Deno.test("while the guard blocks, the head still commits new items every run and updates still arrive; the change table carries each item as written", async () => {
+Deno.test("while the guard blocks, the head still commits new items every run, the refusal saying so (`progress`), and updates still arrive; the change table carries each item as written", async () => {
   const database = new DatabaseSync(":memory:");
   const sink = createSqliteSink<Thing>(database, { table: "things" });
   let items = things(500);
@@ -953,10 +953,14 @@ Deno.test("while the guard blocks, the head still commits new items every run an
     i === 10 ? { ...item, v: 2 } : item
   );
   items.push({ thingID: "u1" }, { thingID: "u2" });
-  for (let run = 0; run < 2; run++) {
+  // Each refusal says what its run committed: the first, the two new items (r185b N5: nothing said so).
+  for (const inserted of [2, 0]) {
     await rejects(
       syncList(service.client, "things", { ...options, sweep: Infinity }),
-      (error: SyncError) => error.reason === "too-many-deletes",
+      (error: SyncError) =>
+        error.reason === "too-many-deletes" &&
+        error.progress?.inserted === inserted &&
+        error.progress.deleted === 0 && error.progress.requests > 0,
     );
   }
   const held = (id: string) =>

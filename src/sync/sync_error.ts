@@ -1,6 +1,7 @@
 import { PartnerApiError } from "../core/errors.ts";
 import { handedBy, redactInPlace, secretsOf } from "../core/_redact.ts";
 import { withoutSecretEcho, withoutSecrets } from "../core/_option_secrets.ts";
+import type { SyncProgress } from "./sync_options.ts";
 
 /**
  * Why a list cannot be copied:
@@ -63,6 +64,11 @@ export class SyncError extends PartnerApiError {
   readonly path?: string;
   /** `"too-many-deletes"`: the `maxDeletes` that confirms the refused cycle's deletes. */
   readonly maxDeletesNeeded?: number;
+  /**
+   * What the run had read and committed when it stopped (a refused sweep: the new items its head committed); undefined
+   * for a refusal before the copy was read.
+   */
+  readonly progress?: SyncProgress;
 
   /** Creates the error; `message` says what is wrong, and where. */
   constructor(

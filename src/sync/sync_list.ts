@@ -22,7 +22,7 @@ import { steadyClock } from "../core/_clock.ts";
 import { ownDeadlines } from "../core/_deadlines.ts";
 import { settledOrAborted } from "./_lease.ts";
 import { given, MAX_TIMER_MS } from "../core/_check.ts";
-import { secretsHidden } from "./sync_error.ts";
+import { secretsHidden, SyncError } from "./sync_error.ts";
 
 /**
  * Copies the list at `path` into `sink` and keeps it current: complete and once, also when items are inserted or deleted
@@ -156,6 +156,14 @@ async function runFrom<T>(
         now: config.now(),
       }),
     };
+  } catch (error) {
+    // What went on record before it stopped, a batch under way settled: a refused sweep's run committed the head's new
+    // items (r185b N5: nothing said so).
+    await committer.settle();
+    const { skipped: _, skippedIds: __, ...tally } = committer.tally;
+    const progress = { ...tally, requests: requests.count };
+    if (error instanceof SyncError) Object.assign(error, { progress });
+    throw error;
   } finally {
     await committer.settle();
   }
