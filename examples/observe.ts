@@ -51,7 +51,9 @@ export function describeEvent(event: PartnerApiEvent): string {
     case "api.list":
       return `list ${event.path} ${event.outcome}: ${event.items} items in ${event.pages} pages, ${event.durationMs} ms`;
     case "rate.degraded":
-      return `rate limit store (${event.store}) failing: pacing alone at ${event.requests} per ${event.interval} ms`;
+      return `rate limit store (${event.store}) failing (${
+        event.code ?? event.reason
+      }): pacing alone at ${event.requests} per ${event.interval} ms`;
     case "rate.restored":
       return `rate limit store (${event.store}) answers again: pacing with the fleet`;
   }

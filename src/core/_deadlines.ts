@@ -207,7 +207,7 @@ export function keepRefreshed(ms: number, refresh: () => Promise<unknown>) {
   return () => clearInterval(timer);
 }
 
-/** What `answer` gives, or a rejection with `late` once `ms` passed first: a store that stops answering holds nobody. */
+/** What `answer` gives, or a `TimeoutError` saying `late` once `ms` passed first: a store that stops answering holds nobody. */
 export function answerWithin<T>(
   answer: () => T | Promise<T>,
   ms: number,
@@ -215,7 +215,10 @@ export function answerWithin<T>(
 ): Promise<T> {
   const reply = Promise.resolve().then(answer);
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(late)), ms);
+    const timer = setTimeout(
+      () => reject(new DOMException(late, "TimeoutError")),
+      ms,
+    );
     reply.then(resolve, reject).finally(() => clearTimeout(timer));
   });
 }

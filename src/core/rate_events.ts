@@ -43,11 +43,12 @@ export interface RateWaitEvent {
  *
  * const degraded: RateDegradedEvent[] = [];
  * await using limiter = createRedisRateLimiter({
- *   command: () => Promise.reject(new Error("connection refused")), requests: 10, interval: 1000,
+ *   command: () => Promise.reject(new Error("NOAUTH Authentication required.")), requests: 10, interval: 1000,
  *   onEvent: (event) => event.type === "rate.degraded" && degraded.push(event) });
  * limiter.answered(await limiter.take());
- * // Redis never said how many share it: half the limit, never the whole.
- * equal(`${degraded[0]?.store} ${degraded[0]?.requests}`, "redis 5");
+ * // Redis never said how many share it: half the limit, never the whole; and why it failed, by its code.
+ * const { store, requests, reason, code } = degraded[0]!;
+ * equal(`${store} ${requests} ${reason} ${code}`, "redis 5 error NOAUTH");
  * ```
  */
 export interface RateDegradedEvent {
@@ -61,6 +62,17 @@ export interface RateDegradedEvent {
   readonly interval: number;
   /** Epoch ms (of the `now` clock) when the store is asked again. */
   readonly retryAt: number;
+  /**
+   * Why: `"timeout"` (no answer within its time: a store down or far away), `"error"` (it failed: see `code`),
+   * `"answer"` (it answered as no script of the limiter would, or lost the window again and again), `"lost"` (the
+   * window came back empty while this process had sends in it: a restart without persistence, an eviction).
+   */
+  readonly reason: "timeout" | "error" | "answer" | "lost";
+  /**
+   * With `"error"`, the error's code where it has one: a system's (`ECONNREFUSED`) or the first word of a Redis error
+   * reply (`NOAUTH`, `WRONGPASS`, `NOPERM`: a setting to mend, not an outage to wait out). Never the error's own words.
+   */
+  readonly code?: string;
 }
 
 /**

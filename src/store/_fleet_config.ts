@@ -1,4 +1,5 @@
-// What a fleet rate limiter is built from: the store's window (Redis or KV) and the options both stores take.
+// What a fleet rate limiter is built from: the store's window (Redis or KV) and the options both stores take; how its
+// store failed, as `rate.degraded` says it.
 
 import {
   checkRateLimit,
@@ -9,6 +10,7 @@ import { requireFunction, requireOptions } from "../core/_check.ts";
 import { steadyClock } from "../core/_clock.ts";
 import type { FleetRateLimiterOptions } from "./fleet_options.ts";
 import type { Reseed, TakeReply, TakeRequest } from "./_window_rules.ts";
+import type { RateDegradedEvent } from "../core/rate_events.ts";
 
 /** The fleet's window in a store; a send is named `<holder>:<ticket>`, unanswered until `answer`. */
 export interface SharedWindow {
@@ -43,4 +45,26 @@ export function fleetConfig(
     now: steadyClock(requireFunction(options.now, context, "now")),
     onEvent: requireFunction(options.onEvent, context, "onEvent"),
   };
+}
+
+/** Why a fleet limiter paces alone, as `rate.degraded` says it. */
+export type Cause = Pick<RateDegradedEvent, "reason" | "code">;
+
+/** A store's reply no script of it gives: a failing store (`rate.degraded`'s `reason` `"answer"`). */
+export class UnexpectedAnswer extends TypeError {
+  override name = "UnexpectedAnswer";
+}
+
+/**
+ * How a store's call failed: never in its own words, which may quote an address with a password; a code where the error
+ * has one, a system's (`ECONNREFUSED`) or the first word of a Redis error reply (`NOAUTH`, `WRONGPASS`, `READONLY`).
+ */
+export function failureOf(error: unknown): Cause {
+  if (error instanceof UnexpectedAnswer) return { reason: "answer" };
+  const { name, code, message } = Object(error);
+  if (name === "TimeoutError") return { reason: "timeout" };
+  const word = typeof code === "string" ? code : String(message).split(" ")[0];
+  return /^[A-Z][A-Z0-9_]{1,31}$/.test(word!)
+    ? { reason: "error", code: word! }
+    : { reason: "error" };
 }

@@ -6,7 +6,12 @@ import type { RatePriority } from "../core/_rate_options.ts";
 import * as rateWindow from "../core/_rate_window.ts";
 import * as rateLines from "../core/_rate_lines.ts";
 import { emit } from "../core/_emit.ts";
-import type { FleetConfig, SharedWindow } from "./_fleet_config.ts";
+import {
+  type Cause,
+  failureOf,
+  type FleetConfig,
+  type SharedWindow,
+} from "./_fleet_config.ts";
 import { Answers } from "./_answers.ts";
 import { HOLD, type TakeReply, windowSpan } from "./_window_rules.ts";
 
@@ -232,8 +237,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       await this.#answers.tellUnsaid();
       reply = await this.#shared.take(ask);
       if (reply.reseed) return await this.#reseed(reply.epoch);
-    } catch {
-      return this.#goAlone();
+    } catch (error) {
+      return this.#goAlone(failureOf(error));
     }
     this.#taken(reply);
     if (reply.granted > 0) this.#losses = 0;
@@ -288,7 +293,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     // Asked again and again at once, or lost more often than ordinary losses come, none granted: a failing store, paced
     // without (r191b F3, r193a F1: callers stalled). Not when back from alone: that write-back is its own.
     if (!this.#returning && (this.#reseeds >= MOST_ASKS || this.#lost(now))) {
-      return this.#goAlone();
+      return this.#goAlone({ reason: "answer" });
     }
     const { holder } = this.#config, { times, sent, count } = this.#own;
     const sends: [string, number][] = [];
@@ -302,7 +307,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     // Took while the window it knew could still hold sends: what it knew may matter.
     const span = windowSpan(this.limit), recent = now - last < span;
     // A window back empty while this process had sends in it is a fall, as a failing store is.
-    if (sends.length > 0 || recent) this.#degrade(now);
+    if (sends.length > 0 || recent) this.#degrade(now, { reason: "lost" });
     await this.#shared.reseed({ holder, epoch: this.#epoch, sends, recent });
     if (this.#returning) {
       // Another member its last takes saw (or one it kept to the share for at its last take) may pace alone still, or
@@ -329,16 +334,16 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   }
 
   /** The store failed: pace alone at the last known share for a while (no wait: its callers go alone at once). */
-  #goAlone(): 0 {
+  #goAlone(cause: Cause): 0 {
     const now = this.#config.now();
     const pause = Math.min(LONGEST_PAUSE, FIRST_PAUSE * 2 ** this.#failures++);
     this.#aloneUntil = now + pause;
-    this.#degrade(now);
+    this.#degrade(now, cause);
     return 0;
   }
 
-  /** Says once per fall that this process paces alone. */
-  #degrade(now: number): void {
+  /** Says once per fall that this process paces alone, and why (the fall's first cause). */
+  #degrade(now: number, cause: Cause): void {
     const { onEvent } = this.#config;
     if (this.#degraded || this.#disposed) return; // disposed: its callers are gone, a take under way failed late
     this.#degraded = true;
@@ -348,7 +353,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       store: this.#shared.store,
       requests: this.#share,
       interval: this.limit.interval,
-      retryAt: Math.max(now, this.#aloneUntil),
+      retryAt: Math.ceil(Math.max(now, this.#aloneUntil)), // epoch ms: the steady clock reads fractions
+      ...cause,
     });
   }
 

@@ -10,6 +10,7 @@ import {
   type FleetConfig,
   fleetConfig,
   type SharedWindow,
+  UnexpectedAnswer,
 } from "./_fleet_config.ts";
 import {
   GRACE,
@@ -148,7 +149,11 @@ class RedisWindow implements SharedWindow {
       !numbers.every((n) => Number.isSafeInteger(n) && n >= 0) ||
       granted > request.sends.length || reseed > 1 ||
       granted + wait + reseed === 0 && request.sends.length > 0
-    ) throw new TypeError("Redis answered the rate script with another type");
+    ) {
+      throw new UnexpectedAnswer(
+        "Redis answered the rate script with another type",
+      );
+    }
     return { granted, wait, holders, epoch, reseed: reseed === 1 };
   }
 
