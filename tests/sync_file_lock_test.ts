@@ -142,3 +142,17 @@ Deno.test("a JSONL lock is stamped by its run's clock as it is made: a second ru
     await first[Symbol.asyncDispose]();
   }
 });
+
+Deno.test("a JSONL run taking over a dead run's lock removes the side file that run was writing when it died, and no other run's (attack r196a F1: killed runs left one each, for good)", async () => {
+  await Deno.mkdir(`${DIR}/litter`, { recursive: true });
+  const path = `${DIR}/litter/copy.jsonl`, side = `${path}.checkpoint.json`;
+  await Deno.writeTextFile(`${path}.lock`, '{"owner":"dead","pid":1}');
+  for (const run of ["dead", "alive"]) {
+    await Deno.writeTextFile(`${side}.${run}.tmp`, "{");
+  }
+  const sink = createJsonlSink(path, { lockWait: 30_000, now: hurriedClock() });
+  await (await sink.lock!())[Symbol.asyncDispose]();
+  const left = [...Deno.readDirSync(`${DIR}/litter`)].map(({ name }) => name);
+  equal(left.join(" "), "copy.jsonl.checkpoint.json.alive.tmp");
+  await Deno.remove(`${DIR}/litter`, { recursive: true });
+});

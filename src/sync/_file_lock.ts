@@ -27,19 +27,26 @@ export function takeFileLock(
 ): Promise<FileLock> {
   const token = runToken();
   const stale = staleJudge(now, STALE_AFTER);
-  const taken = () => ({ taken: held(path, token, now) });
+  const taken = (previous?: string) => ({
+    taken: held(path, token, now, previous),
+  });
   return waitForLock<FileLock>(path, options, async () => {
     if (await create(path, token, now)) return taken();
     const current = await look(path);
     if (current === undefined) return { holder: "a run that just ended" };
     const over = stale(path, current) &&
       await takeOver(path, token, current.owner, { stale, now });
-    if (over) return taken();
+    if (over) return taken(current.owner || undefined);
     return { holder: `pid ${current.pid}` };
   });
 }
 
-function held(path: string, token: string, clock: () => number) {
+function held(
+  path: string,
+  token: string,
+  clock: () => number,
+  previous: string | undefined,
+) {
   let lost = false;
   const stop = keepRefreshed(REFRESH_EVERY, async () => {
     const file = await openFile(path, "write").catch(() => undefined);
@@ -58,6 +65,8 @@ function held(path: string, token: string, clock: () => number) {
   return {
     /** This run's token (also used to name its temporary files). */
     token,
+    /** The token of the stale run this one took the lock over from: a file it was writing when it died may remain. */
+    previous,
     /** @throws {SyncError} (`"lock-lost"`) Unless the lock is still this run's. */
     async assertHeld() {
       lost ||= !await ours();

@@ -9,6 +9,7 @@ import {
   openFile,
   openToWrite,
   readRange,
+  removeFile,
   renameFile,
   replaceFile,
   statOf,
@@ -205,6 +206,12 @@ class JsonlCopy {
     try {
       await this.#exclusive(async () => {
         this.#lock = lock;
+        // A dead run's side file under way, which only it would have renamed or removed (r196a F1: they piled up); best
+        // effort, as a failed run's own removal is.
+        const { previous } = taken, { side } = this.#files;
+        if (previous) {
+          await removeFile(`${side}.${previous}.tmp`).catch(() => {});
+        }
         await this.#check();
         judge?.();
         await this.#settle();
@@ -407,7 +414,13 @@ class JsonlCopy {
   async #save({ unsaved: _, ...next }: Committed): Promise<void> {
     await this.#lock?.assertHeld();
     const run = this.#lock?.token ?? this.#token;
-    await replaceFile(this.#files.side, sideFileText(next), run);
+    // Its temporary file gone: the run that took a paused run's lock over removed it as a dead run's.
+    await replaceFile(this.#files.side, sideFileText(next), run).catch(
+      async (error) => {
+        await this.#lock?.assertHeld();
+        throw error;
+      },
+    );
     this.#committed = next;
   }
 
