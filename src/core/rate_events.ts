@@ -63,14 +63,17 @@ export interface RateDegradedEvent {
   /** Epoch ms (of the `now` clock) when the store is asked again. */
   readonly retryAt: number;
   /**
-   * Why: `"timeout"` (no answer within its time: a store down or far away), `"error"` (it failed: see `code`),
-   * `"answer"` (it answered as no script of the limiter would, or lost the window again and again), `"lost"` (the
-   * window came back empty while this process had sends in it: a restart without persistence, an eviction).
+   * Why: `"timeout"` (no answer within its time: a store down, paused or away, as Redis clients that queue commands
+   * while they reconnect show an outage), `"error"` (it failed: see `code`), `"answer"` (it answered as no script of
+   * the limiter would), `"lost"` (the window came back empty while this process had sends in it, or was lost again and
+   * again: a restart without persistence, an eviction, `FLUSHALL`). Said once per fall, and again when a code that names a
+   * setting to mend shows within it.
    */
   readonly reason: "timeout" | "error" | "answer" | "lost";
   /**
-   * With `"error"`, the error's code where it has one: a system's (`ECONNREFUSED`) or the first word of a Redis error
-   * reply (`NOAUTH`, `WRONGPASS`, `NOPERM`: a setting to mend, not an outage to wait out). Never the error's own words.
+   * With `"error"`, a known code where the error has one: the first word of a Redis error reply (`NOAUTH`,
+   * `WRONGPASS`, `NOPERM`: a setting to mend, not an outage to wait out; `OOM`, `READONLY`, `LOADING`) or a system's
+   * network code a client passes on (`ECONNREFUSED`). Never the error's own words, nor any other word.
    */
   readonly code?: string;
 }

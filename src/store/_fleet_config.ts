@@ -56,15 +56,41 @@ export class UnexpectedAnswer extends TypeError {
 }
 
 /**
- * How a store's call failed: never in its own words, which may quote an address with a password; a code where the error
- * has one, a system's (`ECONNREFUSED`) or the first word of a Redis error reply (`NOAUTH`, `WRONGPASS`, `READONLY`).
+ * Codes `rate.degraded` may carry: Redis's error replies' first words and the system's network codes. Only these: a word
+ * merely in capitals may be a password or a key (attack r198a F3).
+ */
+const CODES = new Set(
+  `ERR WRONGTYPE NOAUTH WRONGPASS NOPERM READONLY LOADING BUSY MASTERDOWN MISCONF OOM NOSCRIPT EXECABORT CROSSSLOT
+  CLUSTERDOWN MOVED ASK TRYAGAIN NOREPLICAS NOPROTO ECONNREFUSED ECONNRESET ECONNABORTED ETIMEDOUT ENOTFOUND EAI_AGAIN
+  EPIPE EHOSTUNREACH ENETUNREACH`.split(/\s+/),
+);
+
+/** Codes that name a setting to mend rather than an outage to wait out: said again within a fall (r198a F1). */
+const SETTINGS = new Set(
+  "NOAUTH WRONGPASS NOPERM READONLY MISCONF OOM".split(" "),
+);
+
+/** Whether `cause` is news within a fall said as `said`: a setting to mend, other than the one said. */
+export function newsWithin(said: Cause | undefined, cause: Cause): boolean {
+  return SETTINGS.has(cause.code!) && cause.code !== said?.code;
+}
+
+/**
+ * How a store's call failed: never in its own words, which may quote an address with a password; a known code where
+ * the error has one, a system's (`ECONNREFUSED`) or the first word of a Redis error reply (`NOAUTH`, `WRONGPASS`).
  */
 export function failureOf(error: unknown): Cause {
   if (error instanceof UnexpectedAnswer) return { reason: "answer" };
   const { name, code, message } = Object(error);
   if (name === "TimeoutError") return { reason: "timeout" };
-  const word = typeof code === "string" ? code : String(message).split(" ")[0];
-  return /^[A-Z][A-Z0-9_]{1,31}$/.test(word!)
-    ? { reason: "error", code: word! }
+  const words = String(message);
+  // Redis refuses an unauthenticated command of more than 10 arguments so (a take has more): a password not sent, as
+  // NOAUTH is (r198a F2: node-redis said ERR).
+  if (words.startsWith("ERR Protocol error: unauthenticated")) {
+    return { reason: "error", code: "NOAUTH" };
+  }
+  const word = typeof code === "string" ? code : words.split(" ")[0]!;
+  return CODES.has(word)
+    ? { reason: "error", code: word }
     : { reason: "error" };
 }

@@ -10,6 +10,7 @@ import {
   type Cause,
   failureOf,
   type FleetConfig,
+  newsWithin,
   type SharedWindow,
 } from "./_fleet_config.ts";
 import { Answers } from "./_answers.ts";
@@ -69,8 +70,9 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #epoch = "";
   /** It sent alone since its last take: the store must hear of it first. */
   #returning = false;
-  /** Between rate.degraded and rate.restored. */
+  /** Between rate.degraded and rate.restored; why, as said last. */
   #degraded = false;
+  #cause: Cause | undefined;
   /** Alone, the line paused for want of an answer (its share's latest send unanswered): the answer ends the pause. */
   #forAnswer = false;
   /** Back from pacing alone, it keeps to its share until then: another may pace alone still, unknown to the store. */
@@ -293,7 +295,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     // Asked again and again at once, or lost more often than ordinary losses come, none granted: a failing store, paced
     // without (r191b F3, r193a F1: callers stalled). Not when back from alone: that write-back is its own.
     if (!this.#returning && (this.#reseeds >= MOST_ASKS || this.#lost(now))) {
-      return this.#goAlone({ reason: "answer" });
+      return this.#goAlone({ reason: "lost" });
     }
     const { holder } = this.#config, { times, sent, count } = this.#own;
     const sends: [string, number][] = [];
@@ -306,8 +308,12 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     }
     // Took while the window it knew could still hold sends: what it knew may matter.
     const span = windowSpan(this.limit), recent = now - last < span;
-    // A window back empty while this process had sends in it is a fall, as a failing store is.
-    if (sends.length > 0 || recent) this.#degrade(now, { reason: "lost" });
+    // A window back empty while this process had sends in it is a fall, as a failing store is; back from alone, the
+    // write back ends the fall it said, with its own cause.
+    const back = this.#returning && this.#degraded;
+    if ((sends.length > 0 || recent) && !back) {
+      this.#degrade(now, { reason: "lost" });
+    }
     await this.#shared.reseed({ holder, epoch: this.#epoch, sends, recent });
     if (this.#returning) {
       // Another member its last takes saw (or one it kept to the share for at its last take) may pace alone still, or
@@ -342,11 +348,12 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     return 0;
   }
 
-  /** Says once per fall that this process paces alone, and why (the fall's first cause). */
+  /** Says once per fall that this process paces alone, and again when a setting to mend shows (r198a F1: a password). */
   #degrade(now: number, cause: Cause): void {
-    const { onEvent } = this.#config;
-    if (this.#degraded || this.#disposed) return; // disposed: its callers are gone, a take under way failed late
+    const { onEvent } = this.#config, news = newsWithin(this.#cause, cause);
+    if ((this.#degraded && !news) || this.#disposed) return; // disposed: its callers are gone, a take failed late
     this.#degraded = true;
+    this.#cause = cause;
     if (onEvent === undefined) return;
     emit(onEvent, {
       type: "rate.degraded",
