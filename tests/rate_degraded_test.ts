@@ -94,17 +94,17 @@ Deno.test("a Redis limiter's rate.degraded says why, once per fall, with retryAt
   }
 });
 
-Deno.test("a fall that turns out a setting to mend says so again, and a fall back from alone ends with rate.restored alone: timeouts, then WRONGPASS (a rotated password), then a store that answers (attack r198a F1: the first cause stood for good)", async () => {
+Deno.test("a fall that turns out a setting to mend says so again, and a fall back from alone ends with rate.restored alone: timeouts, then WRONGPASS and NOAUTH in turn (a rotated password: one setting, said once), then a store that answers (attack r198a F1: the first cause stood for good; r199a F2, F3: each turn was said)", async () => {
   await withFakeTimers(async (timers) => {
     using io = trackedIo(); // the script's digest: real crypto.subtle
-    let takeScript: unknown;
+    let takeScript: unknown, wrong = 0;
     const command = (args: readonly string[]) => {
       takeScript ??= args[1]; // the first command is a take
       if (timers.now < 1_000) return new Promise(() => {});
-      if (timers.now < 3_000) {
-        return Promise.reject(
-          refused("WRONGPASS invalid username-password pair"),
-        );
+      // A wrong password answers WRONGPASS, then NOAUTH (to long commands): one setting, said once (r199a F2, F3).
+      if (timers.now < 12_000) {
+        const word = ++wrong % 2 ? "WRONGPASS" : "NOAUTH";
+        return Promise.reject(refused(`${word} invalid password`));
       }
       // A take back from alone is asked for its write back; then grants.
       const returning = args[1] === takeScript && args[17] === "1";
@@ -124,7 +124,7 @@ Deno.test("a fall that turns out a setting to mend says so again, and a fall bac
           ? events.push(`${event.reason} ${event.code ?? ""}`.trim())
           : events.push(event.type),
     });
-    while (timers.now < 8_000) {
+    while (timers.now < 20_000) {
       limiter.answered(await drive(timers, limiter.take(), io.idle));
       await drive(timers, onFakeClock(timers, 100), io.idle);
     }

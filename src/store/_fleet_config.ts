@@ -65,14 +65,22 @@ const CODES = new Set(
   EPIPE EHOSTUNREACH ENETUNREACH`.split(/\s+/),
 );
 
-/** Codes that name a setting to mend rather than an outage to wait out: said again within a fall (r198a F1). */
-const SETTINGS = new Set(
-  "NOAUTH WRONGPASS NOPERM READONLY MISCONF OOM".split(" "),
-);
+/**
+ * Codes that name a setting to mend rather than an outage to wait out, by the setting: each is said once within a fall
+ * (r198a F1: a rotated password went unsaid; r199a F2, F3: a wrong password answers WRONGPASS, then NOAUTH).
+ */
+const SETTINGS: Readonly<Record<string, string>> = {
+  NOAUTH: "credentials",
+  WRONGPASS: "credentials",
+  NOPERM: "credentials",
+  READONLY: "replica",
+  MISCONF: "persistence",
+  OOM: "memory",
+};
 
-/** Whether `cause` is news within a fall said as `said`: a setting to mend, other than the one said. */
-export function newsWithin(said: Cause | undefined, cause: Cause): boolean {
-  return SETTINGS.has(cause.code!) && cause.code !== said?.code;
+/** The setting `cause` names, if any. */
+export function settingOf(cause: Cause): string | undefined {
+  return cause.code === undefined ? undefined : SETTINGS[cause.code];
 }
 
 /**

@@ -10,7 +10,7 @@ import {
   type Cause,
   failureOf,
   type FleetConfig,
-  newsWithin,
+  settingOf,
   type SharedWindow,
 } from "./_fleet_config.ts";
 import { Answers } from "./_answers.ts";
@@ -70,9 +70,9 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #epoch = "";
   /** It sent alone since its last take: the store must hear of it first. */
   #returning = false;
-  /** Between rate.degraded and rate.restored; why, as said last. */
+  /** Between rate.degraded and rate.restored; the settings to mend it said meanwhile. */
   #degraded = false;
-  #cause: Cause | undefined;
+  readonly #settings = new Set<string>();
   /** Alone, the line paused for want of an answer (its share's latest send unanswered): the answer ends the pause. */
   #forAnswer = false;
   /** Back from pacing alone, it keeps to its share until then: another may pace alone still, unknown to the store. */
@@ -348,12 +348,14 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     return 0;
   }
 
-  /** Says once per fall that this process paces alone, and again when a setting to mend shows (r198a F1: a password). */
+  /** Says once per fall that this process paces alone, and again for each setting to mend that shows (r198a F1). */
   #degrade(now: number, cause: Cause): void {
-    const { onEvent } = this.#config, news = newsWithin(this.#cause, cause);
+    const { onEvent } = this.#config, setting = settingOf(cause);
+    const news = setting !== undefined && !this.#settings.has(setting);
     if ((this.#degraded && !news) || this.#disposed) return; // disposed: its callers are gone, a take failed late
+    if (!this.#degraded) this.#settings.clear();
     this.#degraded = true;
-    this.#cause = cause;
+    if (setting !== undefined) this.#settings.add(setting);
     if (onEvent === undefined) return;
     emit(onEvent, {
       type: "rate.degraded",
