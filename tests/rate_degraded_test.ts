@@ -4,7 +4,14 @@
 
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { createRedisRateLimiter } from "../src/store/redis.ts";
-import { failureOf, UnexpectedAnswer } from "../src/store/_fleet_config.ts";
+import {
+  type Cause,
+  countLoss,
+  failureOf,
+  type Losses,
+  toSay,
+  UnexpectedAnswer,
+} from "../src/store/_store_failure.ts";
 import type { RateDegradedEvent } from "../src/core/events.ts";
 import { withFakeTimers } from "./_helpers.ts";
 import { drive, onFakeClock, trackedIo } from "./_fast_setup.ts";
@@ -41,6 +48,43 @@ Deno.test("failureOf: a timeout, an unexpected answer, a known code (a system's,
   for (const [error, reason, code] of cases) {
     deepStrictEqual(failureOf(error), code ? { reason, code } : { reason });
   }
+});
+
+Deno.test("toSay: every fall's start; within a fall, only a setting to mend not said yet (NOAUTH, WRONGPASS and NOPERM are one: credentials)", () => {
+  const said = new Set(["credentials"]);
+  const cases: [boolean, ReadonlySet<string>, Cause, boolean][] = [
+    [false, said, { reason: "timeout" }, true],
+    [true, new Set(), { reason: "timeout" }, false],
+    [true, new Set(), { reason: "lost" }, false],
+    [true, new Set(), { reason: "error", code: "ECONNREFUSED" }, false],
+    [true, new Set(), { reason: "error", code: "WRONGPASS" }, true],
+    [true, said, { reason: "error", code: "NOAUTH" }, false],
+    [true, said, { reason: "error", code: "OOM" }, true],
+  ];
+  for (const [degraded, before, cause, say] of cases) {
+    equal(toSay(degraded, before, cause).say, say, JSON.stringify(cause));
+  }
+  equal(
+    toSay(true, said, { reason: "error", code: "NOPERM" }).setting,
+    "credentials",
+  );
+});
+
+Deno.test("countLoss: more than 5 losses within an interval of the first fail the store; a loss an interval on starts a new run (r193a F1; r194a: one each 700 ms never fails)", () => {
+  const run = (gaps: number[]) => {
+    let losses: Losses = { losses: 0, since: -Infinity }, at = 0, failed = 0;
+    for (const gap of gaps) {
+      const next = countLoss(losses, at += gap, 2_000);
+      losses = next.run;
+      failed += next.failing ? 1 : 0;
+    }
+    return failed;
+  };
+  equal(run([0, 1, 1, 1, 1, 1]), 1); // the sixth
+  equal(run([0, 1, 1, 1, 1]), 0);
+  equal(run(Array(20).fill(700)), 0);
+  equal(run(Array(20).fill(399)), 3); // 6 within 2 s: the sixth of each run of 6
+  equal(run([0, 1, 1, 1, 1, 2_000]), 0); // an interval on: a new run
 });
 
 Deno.test("a Redis limiter's rate.degraded says why, once per fall, with retryAt in whole ms: error and its code, timeout, an answer no script gives, a window lost under its sends", async () => {

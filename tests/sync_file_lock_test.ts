@@ -143,16 +143,36 @@ Deno.test("a JSONL lock is stamped by its run's clock as it is made: a second ru
   }
 });
 
-Deno.test("a JSONL run taking over a dead run's lock removes the side file that run was writing when it died, and no other run's (attack r196a F1: killed runs left one each, for good)", async () => {
-  await Deno.mkdir(`${DIR}/litter`, { recursive: true });
-  const path = `${DIR}/litter/copy.jsonl`, side = `${path}.checkpoint.json`;
-  await Deno.writeTextFile(`${path}.lock`, '{"owner":"dead","pid":1}');
-  for (const run of ["dead", "alive"]) {
-    await Deno.writeTextFile(`${side}.${run}.tmp`, "{");
+Deno.test("a JSONL run taking over a dead run's lock removes the side file that run was writing when it died, and no other run's, nor a file an owner not shaped as a token names (attack r196a F1: killed runs left one each, for good; review r200 R3: an owner 'x/../victim' named a file outside the copy's)", async () => {
+  const folder = `${DIR}/litter`, path = `${folder}/copy.jsonl`;
+  const side = `${path}.checkpoint.json`;
+  const [dead, alive] = [1, 2].map((pid) =>
+    `${pid}.${crypto.randomUUID()}`
+  ) as [
+    string,
+    string,
+  ];
+  const takeOver = async (owner: string) => {
+    await Deno.writeTextFile(`${path}.lock`, JSON.stringify({ owner, pid: 1 }));
+    const sink = createJsonlSink(path, {
+      lockWait: 30_000,
+      now: hurriedClock(),
+    });
+    await (await sink.lock!())[Symbol.asyncDispose]();
+  };
+  await Deno.mkdir(`${side}.x`, { recursive: true });
+  for (const name of [`${side}.${dead}.tmp`, `${side}.${alive}.tmp`]) {
+    await Deno.writeTextFile(name, "{");
   }
-  const sink = createJsonlSink(path, { lockWait: 30_000, now: hurriedClock() });
-  await (await sink.lock!())[Symbol.asyncDispose]();
-  const left = [...Deno.readDirSync(`${DIR}/litter`)].map(({ name }) => name);
-  equal(left.join(" "), "copy.jsonl.checkpoint.json.alive.tmp");
-  await Deno.remove(`${DIR}/litter`, { recursive: true });
+  await Deno.writeTextFile(`${folder}/victim.tmp`, "{");
+  await takeOver("x/../victim");
+  await takeOver(dead);
+  const left = [...Deno.readDirSync(folder)].map(({ name }) => name).sort();
+  const names = [
+    `copy.jsonl.checkpoint.json.${alive}.tmp`,
+    "copy.jsonl.checkpoint.json.x",
+    "victim.tmp",
+  ];
+  equal(left.join(" "), names.sort().join(" "));
+  await Deno.remove(folder, { recursive: true });
 });

@@ -65,7 +65,7 @@ export interface RateDegradedEvent {
   /**
    * Why: `"timeout"` (no answer within its time: a store down, paused or away, as Redis clients that queue commands
    * while they reconnect show an outage), `"error"` (it failed: see `code`), `"answer"` (it answered as no script of
-   * the limiter would), `"lost"` (the window came back empty while this process had sends in it, or was lost again and
+   * the limiter would), `"lost"` (the window came back empty while it could hold this process's sends, or was lost again and
    * again: a restart without persistence, an eviction, `FLUSHALL`). Said once per fall, and again once for each setting to mend
    * that a code names within it (credentials, a replica, persistence, memory).
    */

@@ -6,13 +6,14 @@ import type { RatePriority } from "../core/_rate_options.ts";
 import * as rateWindow from "../core/_rate_window.ts";
 import * as rateLines from "../core/_rate_lines.ts";
 import { emit } from "../core/_emit.ts";
+import type { FleetConfig, SharedWindow } from "./_fleet_config.ts";
 import {
   type Cause,
+  countLoss,
   failureOf,
-  type FleetConfig,
-  settingOf,
-  type SharedWindow,
-} from "./_fleet_config.ts";
+  type Losses,
+  toSay,
+} from "./_store_failure.ts";
 import { Answers } from "./_answers.ts";
 import { HOLD, type TakeReply, windowSpan } from "./_window_rules.ts";
 
@@ -27,8 +28,6 @@ const LONGEST_PAUSE = 30_000;
 const MOST_PER_TAKE = 64;
 /** Write-backs the store may ask for in a row (each at once after the last) before it counts as failing. */
 const MOST_ASKS = 3;
-/** Windows it may lose within an interval, no grant since, before it counts as failing (r193a F1: stalled callers). */
-const MOST_LOSSES = 5;
 
 /** A member's share of `requests` among `holders` (at least two: another may join while the store is down). */
 const shareOf = (requests: number, holders: number) =>
@@ -84,9 +83,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** Write-backs in a row that the store asked for again at once, and takes in a row it granted nothing, a ms away. */
   #reseeds = 0;
   #empties = 0;
-  /** Windows lost since the first of them within an interval, no grant since (not counting write-backs back from alone). */
-  #losses = 0;
-  #lostAt = -Infinity;
+  /** Windows lost in a run, no grant since (not counting write-backs back from alone). */
+  #losses: Losses = { losses: 0, since: -Infinity };
   #disposed = false;
 
   constructor(shared: SharedWindow, config: FleetConfig) {
@@ -243,7 +241,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       return this.#goAlone(failureOf(error));
     }
     this.#taken(reply);
-    if (reply.granted > 0) this.#losses = 0;
+    if (reply.granted > 0) this.#losses = { losses: 0, since: -Infinity };
     // Nothing granted, each time a ms away, in a row: asks no more often than a slot comes (r191b F2: 465 a second).
     const slot = this.limit.interval / this.limit.requests;
     const empty = reply.granted === 0 && reply.wait < slot;
@@ -308,12 +306,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     }
     // Took while the window it knew could still hold sends: what it knew may matter.
     const span = windowSpan(this.limit), recent = now - last < span;
-    // A window back empty while this process had sends in it is a fall, as a failing store is; back from alone, the
-    // write back ends the fall it said, with its own cause.
-    const back = this.#returning && this.#degraded;
-    if ((sends.length > 0 || recent) && !back) {
-      this.#degrade(now, { reason: "lost" });
-    }
+    // A window back empty while this process had sends in it is a fall, as a failing store is.
+    if (sends.length > 0 || recent) this.#degrade(now, { reason: "lost" });
     await this.#shared.reseed({ holder, epoch: this.#epoch, sends, recent });
     if (this.#returning) {
       // Another member its last takes saw (or one it kept to the share for at its last take) may pace alone still, or
@@ -331,12 +325,11 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     return asked === 1 || asked > MOST_ASKS ? 0 : 2 ** asked;
   }
 
-  /** Counts a lost window: more than MOST_LOSSES within an interval, none granted since the first, is a failing store. */
+  /** Counts a lost window: whether the store now counts as failing. */
   #lost(now: number): boolean {
-    if (this.#losses === 0 || now - this.#lostAt >= this.limit.interval) {
-      [this.#losses, this.#lostAt] = [0, now];
-    }
-    return ++this.#losses > MOST_LOSSES;
+    const { run, failing } = countLoss(this.#losses, now, this.limit.interval);
+    this.#losses = run;
+    return failing;
   }
 
   /** The store failed: pace alone at the last known share for a while (no wait: its callers go alone at once). */
@@ -350,9 +343,9 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** Says once per fall that this process paces alone, and again for each setting to mend that shows (r198a F1). */
   #degrade(now: number, cause: Cause): void {
-    const { onEvent } = this.#config, setting = settingOf(cause);
-    const news = setting !== undefined && !this.#settings.has(setting);
-    if ((this.#degraded && !news) || this.#disposed) return; // disposed: its callers are gone, a take failed late
+    const { onEvent } = this.#config;
+    const { say, setting } = toSay(this.#degraded, this.#settings, cause);
+    if (!say || this.#disposed) return; // disposed: its callers are gone, a take failed late
     if (!this.#degraded) this.#settings.clear();
     this.#degraded = true;
     if (setting !== undefined) this.#settings.add(setting);

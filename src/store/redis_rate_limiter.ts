@@ -10,8 +10,8 @@ import {
   type FleetConfig,
   fleetConfig,
   type SharedWindow,
-  UnexpectedAnswer,
 } from "./_fleet_config.ts";
+import { UnexpectedAnswer } from "./_store_failure.ts";
 import {
   GRACE,
   HOLD,

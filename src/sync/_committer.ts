@@ -8,6 +8,7 @@ import type {
   SyncWriteContext,
   SyncWriteReport,
 } from "./sink.ts";
+import type { SyncProgress } from "./sync_options.ts";
 
 type Phase = SyncWriteContext["phase"];
 type Batch<T> = Pick<Committed<T>, "items" | "ids">;
@@ -154,10 +155,14 @@ export class Committer<T> {
   /** Tells onProgress how far the run has come: after each committed batch, and at a refusal that commits nothing. */
   progress(): void {
     const { onProgress } = this.#config;
+    if (onProgress !== undefined) callListener(onProgress, this.snapshot());
+  }
+
+  /** How far the run has come, as `SyncProgress` (frozen). */
+  snapshot(): SyncProgress {
     const requests = this.#requests.count;
     const { skipped: _, skippedIds: __, ...counts } = this.tally;
-    const progress = Object.freeze({ ...counts, requests });
-    if (onProgress !== undefined) callListener(onProgress, progress);
+    return Object.freeze({ ...counts, requests });
   }
 }
 

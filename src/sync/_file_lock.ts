@@ -7,6 +7,7 @@ import { parsedJson } from "./_checkpoint.ts";
 import { staleJudge } from "../core/_clock.ts";
 import { keepRefreshed } from "../core/_deadlines.ts";
 import {
+  isRunToken,
   lockLost,
   type LockWait,
   REFRESH_EVERY,
@@ -36,7 +37,10 @@ export function takeFileLock(
     if (current === undefined) return { holder: "a run that just ended" };
     const over = stale(path, current) &&
       await takeOver(path, token, current.owner, { stale, now });
-    if (over) return taken(current.owner || undefined);
+    // Its owner names the dead run's files only in a token's shape (a planted `../x` would name another file: r200 R3).
+    if (over) {
+      return taken(isRunToken(current.owner) ? current.owner : undefined);
+    }
     return { holder: `pid ${current.pid}` };
   });
 }

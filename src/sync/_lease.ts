@@ -24,6 +24,11 @@ export function runToken(): string {
   return `${process.pid}.${crypto.randomUUID()}`;
 }
 
+/** Whether `text` has a run token's shape: a file named after one (a dead run's) is the copy's, never a path elsewhere. */
+export function isRunToken(text: string): boolean {
+  return /^\d+\.[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/.test(text);
+}
+
 /** Who holds a lease: a run that stopped (`stale`), else by its `owner` token `pid 42`, or another run (a token of an older version names none). */
 export function holderOf(stale: boolean, owner?: string | null): string {
   if (stale) return "a run that stopped";

@@ -160,12 +160,11 @@ async function runFrom<T>(
     // What went on record before it stopped, a batch under way settled: a refused sweep's run committed the head's new
     // items (r185b N5: nothing said so).
     await committer.settle();
-    const { skipped: _, skippedIds: __, ...tally } = committer.tally;
-    const progress = { ...tally, requests: requests.count };
+    const progress = committer.snapshot();
     if (error instanceof SyncError) Object.assign(error, { progress });
     throw error;
   } finally {
-    await committer.settle();
+    await committer.settle(); // settled already after a failure
   }
 }
 
