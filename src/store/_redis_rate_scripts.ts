@@ -88,7 +88,7 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - interval)
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - interval)
 redis.call('ZADD', KEYS[4], now, holder)
 -- Places that lapsed (or lapse too far ahead) leave the line; ahead of a live take stand live places only.
-local line, place, liveElsewhere, liveTurn = 0, nil, false, interval + hold
+local line, place, ownLow, liveElsewhere, liveTurn = 0, nil, false, false, interval + hold
 for _, other in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
   local lapses = num(redis.call('HGET', KEYS[3], other)) or -1
   local otherLow = redis.call('HGET', KEYS[3], other .. '|low') == '1'
@@ -101,7 +101,7 @@ for _, other in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
       liveTurn = math.min(liveTurn, lapses - grace - now)
     end
     if low or not otherLow or other == holder then
-      if other == holder then place = line end
+      if other == holder then place, ownLow = line, otherLow end
       line = line + 1
     end
   end
@@ -122,8 +122,11 @@ local granted = math.max(0, math.min(most, want, free - ahead))
 for i = 1, granted do redis.call('ZADD', KEYS[1], now + hold, ARGV[10 + i]) end
 local wait = 0
 if granted == want then
-  redis.call('ZREM', KEYS[2], holder)
-  redis.call('HDEL', KEYS[3], holder, holder .. '|low')
+  -- A live take served in full keeps its process's background place: its crawl still waits.
+  if low or granted == 0 or not ownLow then
+    redis.call('ZREM', KEYS[2], holder)
+    redis.call('HDEL', KEYS[3], holder, holder .. '|low')
+  end
 else
   local position = place
   if granted > 0 or not place then

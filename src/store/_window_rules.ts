@@ -160,12 +160,18 @@ function waitInLine(
     now: number;
     limit: RateLimit;
   },
-): { wait: number; line: Place[] } {
+): { wait: number; line: readonly Place[] } {
   // Given some, or new in line, it goes to the end; else it keeps its place. Ahead of it: the places before.
   const at = state.line.findIndex(([id]) => id === holder);
   const moves = granted > 0 || at < 0;
   const others = state.line.filter(([id]) => id !== holder);
-  if (granted === sends.length) return { wait: 0, line: others };
+  if (granted === sends.length) {
+    // A live take served in full keeps its process's background place: its crawl still waits (r197 N3: a live call
+    // each 1.5 s sent the crawl to the end of the line each time, 1 page a window beside 10 for the others).
+    const crawlWaits = !low && granted > 0 && at >= 0 &&
+      !isLive(state.line[at]!);
+    return { wait: 0, line: crawlWaits ? state.line : others };
+  }
   const before = moves ? others : state.line.slice(0, at);
   const wait = turnWait();
   const place: Place = [holder, now + wait + GRACE, wait + GRACE, low ? 0 : 1];

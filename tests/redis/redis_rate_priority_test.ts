@@ -5,7 +5,7 @@
 // are all served while the crawl still has requests to send (none queued
 // behind it), and 0 x 429.
 
-import { ok } from "node:assert/strict";
+import { deepStrictEqual, ok } from "node:assert/strict";
 import { connectRedis, redisTest, startRedis } from "./_redis_server.ts";
 import { createRedisRateLimiter } from "../../src/store/redis.ts";
 import { until } from "./_runtimes.ts";
@@ -94,6 +94,46 @@ redisTest(
     } finally {
       await a[Symbol.asyncDispose]();
       await b[Symbol.asyncDispose]();
+      client.close();
+    }
+  },
+);
+
+redisTest(
+  "a process's crawl keeps its place in the fleet's line on Redis while a live call of the same process is served: it gets the next background slot before a crawl that came to the line after it (newcomer r197 N3: 1 page a window beside 10)",
+  async () => {
+    await using redis = await startRedis();
+    const client = await connectRedis(redis.port);
+    const options = {
+      requests: 3,
+      interval: 1500,
+      reserve: 1,
+      prefix: `turns:${crypto.randomUUID()}`,
+      command: (args: string[]) => client.command(args),
+    };
+    const [a, b, c] = [0, 1, 2].map(() => createRedisRateLimiter(options));
+    const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+    const served: string[] = [];
+    const crawl = async (name: string, limiter: typeof a) => {
+      const ticket = await limiter!.take(undefined, "low");
+      served.push(name);
+      limiter!.answered(ticket);
+    };
+    try {
+      // b sends two, answered 500 ms apart: one slot left, the reserve's. Slots then free one at a time.
+      b!.answered(await b!.take());
+      await sleep(500);
+      b!.answered(await b!.take());
+      const crawlOfA = crawl("a", a);
+      await sleep(50);
+      const crawlOfC = crawl("c", c);
+      await sleep(50);
+      // a live call of a takes the reserve's slot; a's crawl stays first in line.
+      a!.answered(await a!.take(undefined, "auto"));
+      await Promise.all([crawlOfA, crawlOfC]);
+      deepStrictEqual(served, ["a", "c"]);
+    } finally {
+      for (const limiter of [a!, b!, c!]) await limiter[Symbol.asyncDispose]();
       client.close();
     }
   },

@@ -1,0 +1,157 @@
+// Fair turns for a crawl beside live calls in the same process (newcomer
+// r197 N3): the fleet's line holds one place per process, and a live take
+// served in full took that place out while the process's crawl still waited,
+// so a crawl whose process sends a live call more often than its turn came
+// round went to the end of the line each time (1 page a window beside 10 for
+// the others). The rules directly over simulated fleets, then KV limiters
+// under fake time; tests/redis has the Redis script's.
+
+import { deepStrictEqual, ok } from "node:assert/strict";
+import fc from "fast-check";
+import {
+  answerSends,
+  emptyState,
+  type TakeAsk,
+  takeTurn,
+  type WindowState,
+} from "../src/store/_window_rules.ts";
+import { createKvRateLimiter } from "../src/store/kv.ts";
+import { mostAtOnce } from "./_windows.ts";
+import { withFakeTimers } from "./_helpers.ts";
+import { drive, onFakeClock, trackedIo } from "./_fast_setup.ts";
+
+/** A process of the simulation: its crawl's next ask is cancelled by a newer one. */
+interface Member {
+  crawlAsk: number;
+  liveWaits: boolean;
+  crawlBusy: boolean;
+}
+
+Deno.test("simulated fleets, each process a crawl and a live call every so often: never more than the limit in any window, and each crawl at least 1/(2N) of the background sends", () => {
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 2, max: 5 }),
+      fc.integer({ min: 8, max: 40 }),
+      fc.integer({ min: 1, max: 4 }),
+      fc.integer({ min: 1, max: 5 }),
+      fc.array(fc.integer({ min: 1, max: 30 }), {
+        minLength: 1,
+        maxLength: 20,
+      }),
+      (processes, requests, reserve, livePerWindow, latencies) => {
+        const interval = 1000, limit = { requests, interval };
+        const every = Math.floor(interval / livePerWindow);
+        const end = 20 * interval;
+        let state: WindowState = emptyState("e");
+        const members: Member[] = Array.from({ length: processes }, () => ({
+          crawlAsk: 0,
+          liveWaits: false,
+          crawlBusy: false,
+        }));
+        // Events: [ms, process, kind, generation]; kind "crawl", "live", or a send to answer.
+        const queue: [number, number, string, number][] = [];
+        members.forEach((_, p) => {
+          queue.push([p, p, "crawl", 0]);
+          queue.push([p * 37 % every + 1, p, "live", 0]);
+        });
+        const spans: [number, number][] = [];
+        const crawled = Array<number>(processes).fill(0);
+        let step = 0;
+        const ask = (p: number, send: string, now: number, low: boolean) => {
+          const request: TakeAsk = {
+            holder: String(p),
+            sends: [send],
+            epoch: "e",
+            returning: false,
+            ...(low ? { low, reserve } : {}),
+          };
+          const turn = takeTurn(state, request, now, limit);
+          state = turn.state;
+          if (turn.granted > 0) {
+            const answerAt = now + latencies[step++ % latencies.length]!;
+            spans.push([now, answerAt]);
+            queue.push([answerAt, p, send, 0]);
+          }
+          return turn;
+        };
+        const crawl = (p: number, now: number) => {
+          const member = members[p]!;
+          const turn = ask(p, `${p}:${spans.length}:crawl`, now, true);
+          member.crawlBusy = turn.granted > 0;
+          if (turn.granted > 0) crawled[p]!++;
+          else queue.push([now + turn.wait, p, "crawl", ++member.crawlAsk]);
+        };
+        while (queue.length > 0) {
+          queue.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+          const [now, p, kind, generation] = queue.shift()!;
+          if (now > end) break;
+          const member = members[p]!;
+          if (kind === "crawl") {
+            // A crawl asks when its wait ends, unless a live call of its process waits (live first).
+            if (generation === member.crawlAsk && !member.liveWaits) {
+              crawl(p, now);
+            }
+          } else if (kind === "live") {
+            const turn = ask(p, `${p}:${spans.length}:live`, now, false);
+            member.liveWaits = turn.granted === 0;
+            // The next live call comes `every` ms after this one is sent; one not sent asks at its turn.
+            queue.push([
+              now + (turn.granted ? every : turn.wait),
+              p,
+              "live",
+              0,
+            ]);
+            // Served, the limiter's line goes on at once: the waiting crawl asks again.
+            if (turn.granted > 0 && !member.crawlBusy) crawl(p, now);
+          } else {
+            state = answerSends(state, [[kind, now, -1]]);
+            spans.at(Number(kind.split(":")[1]))![1] = now;
+            // A page answered: the crawl asks for the next at once, unless a live call waits.
+            if (kind.endsWith(":crawl") && !member.liveWaits) crawl(p, now);
+            else if (kind.endsWith(":crawl")) member.crawlBusy = false;
+          }
+        }
+        ok(mostAtOnce(spans, interval) <= requests);
+        const total = crawled.reduce((a, b) => a + b);
+        for (const count of crawled) {
+          // (One send of slack for the turn under way at the end.)
+          ok(count + 1 >= total / (2 * processes), `${crawled}`);
+        }
+      },
+    ),
+    { numRuns: 150, seed: 6 },
+  );
+});
+
+Deno.test("KV: a process's crawl keeps its place in the fleet's line while a live call of the same process is served: it gets the next background slot before a crawl that came to the line after it", async () => {
+  using kv = await Deno.openKv(":memory:");
+  await withFakeTimers(async (timers) => {
+    const now = () => timers.now;
+    using db = trackedIo(kv, 1);
+    const options = { requests: 3, interval: 1000, reserve: 1, now };
+    const [a, b, c] = [0, 1, 2].map(() => createKvRateLimiter(db.kv, options));
+    const run = <T>(work: T | PromiseLike<T>) => drive(timers, work, db.idle);
+    const later = (ms: number) => run(onFakeClock(timers, ms));
+    // b sends two, answered 300 ms apart: one slot left, the reserve's.
+    b!.answered(await run(b!.take()));
+    await later(300);
+    b!.answered(await run(b!.take()));
+    const served: string[] = [];
+    const crawl = (name: string, limiter: typeof a) =>
+      Promise.resolve(limiter!.take(undefined, "low")).then((ticket) => {
+        served.push(name);
+        limiter!.answered(ticket);
+      });
+    const crawlOfA = crawl("a", a);
+    await later(10);
+    const crawlOfC = crawl("c", c);
+    await later(10);
+    // a live call of a takes the reserve's slot; a's crawl stays first in line.
+    a!.answered(await run(a!.take(undefined, "auto")));
+    await run(Promise.all([crawlOfA, crawlOfC]));
+    deepStrictEqual(served, ["a", "c"]);
+    for (const limiter of [a!, b!, c!]) {
+      await run(limiter[Symbol.asyncDispose]());
+    }
+  });
+});
