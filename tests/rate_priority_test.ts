@@ -559,3 +559,30 @@ Deno.test("a Redis limiter whose store loses its window more than 5 times an int
     });
   }
 });
+
+Deno.test("a Redis limiter whose store loses its window at every other take, granting between, says one fall for the whole run of losses, and rate.restored once the window held an interval (attack r194a F4, r193a F2, r199a: a rate.degraded and rate.restored pair per loss, 458,752 events in 5 s)", async () => {
+  const lost = [0, 0, 1, "e", 1], granted = [1, 0, 2, "e", 0];
+  await withFakeTimers(async (timers) => {
+    using io = trackedIo(); // the script's digest: real crypto.subtle
+    // Lost at every other take for 10 s, then a store that holds.
+    const reply = (take: number) =>
+      timers.now < 10_000 && take % 2 === 0 ? lost : granted;
+    const events: string[] = [];
+    let sent = 0;
+    await using limiter = createRedisRateLimiter({
+      command: scriptedTakes(reply),
+      requests: 20,
+      interval: 2_000,
+      now: () => timers.now,
+      onEvent: ({ type }) =>
+        /^rate\.(degraded|restored)$/.test(type) && events.push(type),
+    });
+    while (timers.now < 14_000) {
+      limiter.answered(await drive(timers, limiter.take(), io.idle));
+      sent++;
+      await drive(timers, onFakeClock(timers, 50), io.idle);
+    }
+    ok(sent > 200, `${sent} sent`); // served throughout: never alone, never stalled
+    deepStrictEqual(events, ["rate.degraded", "rate.restored"]);
+  });
+});

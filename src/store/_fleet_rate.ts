@@ -85,6 +85,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #empties = 0;
   /** Windows lost in a run, no grant since (not counting write-backs back from alone). */
   #losses: Losses = { losses: 0, since: -Infinity };
+  /** A fall for lost windows ends no sooner than this: an interval past the last loss (r194a F4: a pair per loss). */
+  #lostUntil = -Infinity;
   #disposed = false;
 
   constructor(shared: SharedWindow, config: FleetConfig) {
@@ -278,10 +280,10 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     this.#restored();
   }
 
-  /** The store answered: the next failure pauses from the start, and a fall ends. */
+  /** The store answered: the next failure pauses from the start, and a fall ends (one for lost windows once they hold). */
   #restored(): void {
     this.#failures = 0;
-    if (!this.#degraded) return;
+    if (!this.#degraded || this.#config.now() < this.#lostUntil) return;
     this.#degraded = false;
     const { onEvent } = this.#config, { store } = this.#shared;
     if (onEvent) emit(onEvent, { type: "rate.restored", store });
@@ -306,8 +308,13 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     }
     // Took while the window it knew could still hold sends: what it knew may matter.
     const span = windowSpan(this.limit), recent = now - last < span;
-    // A window back empty while this process had sends in it is a fall, as a failing store is.
-    if (sends.length > 0 || recent) this.#degrade(now, { reason: "lost" });
+    // A window back empty while this process had sends in it is a fall, as a failing store is; losses in a row are one.
+    if (sends.length > 0 || recent) {
+      if (!this.#degraded || now < this.#lostUntil) {
+        this.#lostUntil = now + this.limit.interval;
+      }
+      this.#degrade(now, { reason: "lost" });
+    }
     await this.#shared.reseed({ holder, epoch: this.#epoch, sends, recent });
     if (this.#returning) {
       // Another member its last takes saw (or one it kept to the share for at its last take) may pace alone still, or
