@@ -155,3 +155,40 @@ Deno.test("KV: a process's crawl keeps its place in the fleet's line while a liv
     }
   });
 });
+
+Deno.test("KV: a process whose crawl gives up while its live call is taken takes the crawl's place out of the fleet's line: a crawl elsewhere gets the next background slot when it frees, not when the place would lapse (attack r201a F1: 1.3 s later)", async () => {
+  using kv = await Deno.openKv(":memory:");
+  await withFakeTimers(async (timers) => {
+    const now = () => timers.now, start = now();
+    using db = trackedIo(kv, 1);
+    const options = { requests: 4, interval: 2000, reserve: 1, now };
+    const [a, b, c] = [0, 1, 2].map(() => createKvRateLimiter(db.kv, options));
+    const run = <T>(work: T | PromiseLike<T>) => drive(timers, work, db.idle);
+    const later = (ms: number) => run(onFakeClock(timers, ms));
+    // b sends three, two answered at once, one held: one slot left, the reserve's.
+    for (let i = 0; i < 2; i++) b!.answered(await run(b!.take()));
+    const held = await run(b!.take());
+    const leaving = new AbortController();
+    const crawlOfA = Promise.resolve(a!.take(leaving.signal, "low"));
+    crawlOfA.catch(() => {});
+    await later(30);
+    let servedAt = -1;
+    const crawlOfC = Promise.resolve(c!.take(undefined, "low")).then((t) => {
+      servedAt = now() - start;
+      c!.answered(t);
+    });
+    await later(30);
+    // a's live call takes the last slot; its crawl gives up while that take is under way.
+    const live = Promise.resolve(a!.take(undefined, "auto"));
+    leaving.abort();
+    a!.answered(await run(live));
+    await later(1200);
+    b!.answered(held);
+    await run(crawlOfC);
+    // b's two answered sends leave 2 s on, as the others saw them: the reserve's slot, then c's.
+    ok(servedAt <= 2_000 + 100, `c served at ${servedAt} ms`);
+    for (const limiter of [a!, b!, c!]) {
+      await run(limiter[Symbol.asyncDispose]());
+    }
+  });
+});

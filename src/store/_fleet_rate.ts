@@ -54,6 +54,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** Callers left since the last look; a live one among them. */
   #leaving = false;
   #liveLeft = false;
+  /** The store may hold a background place of its: a live take served in full keeps it, for the crawl waiting. */
+  #backgroundPlace = false;
   /** Tickets whose send is in the store, unanswered. */
   readonly #inStore = new Set<number>();
   readonly #writes = new Set<Promise<void>>();
@@ -256,8 +258,12 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       // A caller who left while the store answered: its slot is spent.
       if (!this.#lines.serve(line, ticket)) this.answered(ticket);
     }
-    // All it asked for left meanwhile: so does its place, or the other line's take (at once) makes it theirs.
-    if (reply.granted < count && this.#lines.size === 0) this.#leave();
+    if (reply.granted < count) this.#backgroundPlace = low;
+    else if (low) this.#backgroundPlace = false;
+    // All it asked for left meanwhile: so does its place, or the other line's take (at once) makes it theirs. A
+    // background place a live take kept goes too once its crawl left (r201a F1: it held other crawls 1.3 s on KV).
+    const placed = reply.granted < count || this.#backgroundPlace;
+    if (placed && this.#lines.size === 0) this.#leave();
     // A live caller came while background slots were asked for: at once.
     if ((low && this.#lines.live.size > 0) || line.size === 0) return 0;
     if (reply.granted === count) return 0;
@@ -369,6 +375,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** Takes nothing, which takes it out of the fleet's line: one write, best effort. */
   #leave(): void {
+    this.#backgroundPlace = false;
     this.#write(
       this.#shared.take({ sends: [], epoch: this.#epoch, returning: false }),
     );

@@ -100,8 +100,10 @@ for _, other in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
       liveElsewhere = true
       liveTurn = math.min(liveTurn, lapses - grace - now)
     end
-    if low or not otherLow or other == holder then
-      if other == holder then place, ownLow = line, otherLow end
+    if other == holder then ownLow = otherLow end
+    -- A live take's own background place is no place among the live ones: it joins behind them.
+    if low or not otherLow then
+      if other == holder then place = line end
       line = line + 1
     end
   end

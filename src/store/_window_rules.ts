@@ -163,7 +163,9 @@ function waitInLine(
 ): { wait: number; line: readonly Place[] } {
   // Given some, or new in line, it goes to the end; else it keeps its place. Ahead of it: the places before.
   const at = state.line.findIndex(([id]) => id === holder);
-  const moves = granted > 0 || at < 0;
+  // A live take's own background place is no place among the live ones: it joins behind them (r201a F2).
+  const placed = at >= 0 && (low || isLive(state.line[at]!));
+  const moves = granted > 0 || !placed;
   const others = state.line.filter(([id]) => id !== holder);
   if (granted === sends.length) {
     // A live take served in full keeps its process's background place: its crawl still waits (r197 N3: a live call

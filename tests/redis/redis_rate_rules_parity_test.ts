@@ -1,15 +1,17 @@
-// The fleet window's rules twice: pure in TypeScript for KV (`takeTurn`), in
-// Lua for Redis (the TAKE script). One property over random takes by a few
-// processes, live and background, in a window whose sends stay for the run
-// (a long interval): both grant the same, and both keep the same line (the
-// same processes, in the same order, waiting for the same kind of send).
-// (Waits and sends that leave are the clock's: Lua reads Redis's own.)
+// The fleet window's rules twice: pure in TypeScript for KV (`takeTurn`,
+// `answerSends`), in Lua for Redis (the TAKE and ANSWER scripts). One
+// property over random takes and answers by a few processes, live and
+// background, as time passes: both grant the same, name the same wait, and
+// keep the same line (the same processes, in the same order, waiting for the
+// same kind of send). The scripts read Redis's clock; here they read a key
+// that the test moves, so that both sides see one `now`.
 
 import { deepStrictEqual } from "node:assert/strict";
 import fc from "fast-check";
 import { connectRedis, redisTest, startRedis } from "./_redis_server.ts";
-import { TAKE } from "../../src/store/_redis_rate_scripts.ts";
+import { ANSWER, TAKE } from "../../src/store/_redis_rate_scripts.ts";
 import {
+  answerSends,
   emptyState,
   GRACE,
   HOLD,
@@ -17,23 +19,36 @@ import {
   type WindowState,
 } from "../../src/store/_window_rules.ts";
 
-/** A take: which process, background or live, how many sends. */
-type Take = { holder: number; low: boolean; count: number };
+const CLOCK = "parity:now";
 
-const takes = fc.array(
+/** The script on the test's clock, not Redis's. */
+function onTestClock(script: string): string {
+  const clock = /local time = redis\.call\('TIME'\)\nlocal now = [^\n]+\n/;
+  if (!clock.test(script)) throw new Error("the script reads no clock");
+  return script.replace(
+    clock,
+    `local now = tonumber(redis.call('GET', '${CLOCK}'))\n`,
+  );
+}
+
+/** A step: time passes, then a process takes (live or background) or an unanswered send is answered. */
+const steps = fc.array(
   fc.record({
+    after: fc.constantFrom(0, 1, 5, 50, 150, 400, 900),
     holder: fc.integer({ min: 0, max: 3 }),
     low: fc.boolean(),
-    count: fc.integer({ min: 0, max: 3 }),
+    count: fc.constantFrom(0, 1, 1, 1, 2, 3),
+    answer: fc.option(fc.nat(), { nil: undefined }),
   }),
-  { minLength: 1, maxLength: 24 },
+  { minLength: 1, maxLength: 120 },
 );
 
 redisTest(
-  "the take's rules in TypeScript (KV) and in Lua (Redis) grant the same and keep the same line, for any takes by 4 processes, live and background",
+  "the take's rules in TypeScript (KV) and in Lua (Redis) grant the same, name the same wait and keep the same line, for any takes and answers by 4 processes, live and background, as time passes",
   async () => {
     await using redis = await startRedis();
     const client = await connectRedis(redis.port);
+    const take = onTestClock(TAKE), answer = onTestClock(ANSWER);
     const names = "window line places holders turns block epoch".split(" ");
     let run = 0;
     try {
@@ -41,31 +56,27 @@ redisTest(
         fc.asyncProperty(
           fc.integer({ min: 2, max: 8 }),
           fc.integer({ min: 0, max: 3 }),
-          takes,
-          async (requests, extra, asks) => {
-            // A minute's interval: no send leaves, no place lapses while the run lasts.
-            const limit = { requests, interval: 60_000 };
+          steps,
+          async (requests, extra, moves) => {
+            const limit = { requests, interval: 1000 };
             const reserve = Math.min(extra, requests - 1);
             const keys = names.map((name) => `parity:${run}:{rate}:${name}`);
+            const args = [requests, limit.interval, HOLD, GRACE].map(String);
             run++;
-            let state: WindowState = emptyState("e");
-            let sent = 0;
-            for (const { holder, low, count } of asks) {
+            let state: WindowState = emptyState("e"), now = 1e12, sent = 0;
+            const unanswered: string[] = [];
+            for (const { after, holder, low, count, answer: which } of moves) {
+              await client.command(["SET", CLOCK, String(now += after)]);
+              if (which !== undefined && unanswered.length > 0) {
+                const [send] = unanswered.splice(which % unanswered.length, 1);
+                state = answerSends(state, [[send!, now, -1]]);
+                await client.command(
+                  ["EVAL", answer, "2", keys[0]!, keys[6]!, ...args.slice(1, 3)]
+                    .concat(send!),
+                );
+                continue;
+              }
               const sends = Array.from({ length: count }, () => `s${sent++}`);
-              const reply = await client.command([
-                "EVAL",
-                TAKE,
-                String(keys.length),
-                ...keys,
-                ...[requests, limit.interval, HOLD, GRACE].map(String),
-                "e",
-                `p${holder}`,
-                "",
-                "0",
-                low ? "1" : "0",
-                String(reserve),
-                ...sends,
-              ]) as unknown[];
               const ask = {
                 holder: `p${holder}`,
                 sends,
@@ -74,43 +85,60 @@ redisTest(
                 low,
                 reserve,
               };
-              const turn = takeTurn(state, ask, Date.now(), limit);
-              state = turn.state;
-              const line = await client.command([
-                "ZRANGE",
-                keys[1]!,
+              const reply = await client.command([
+                "EVAL",
+                take,
+                String(keys.length),
+                ...keys,
+                ...args,
+                "e",
+                ask.holder,
+                "",
                 "0",
-                "-1",
-              ]);
-              const kinds = [];
-              for (const id of line as string[]) {
-                const lowPlace = await client.command([
-                  "HGET",
-                  keys[2]!,
-                  `${id}|low`,
-                ]);
-                kinds.push(`${id}${lowPlace === "1" ? " low" : ""}`);
-              }
+                low ? "1" : "0",
+                String(reserve),
+                ...sends,
+              ]) as unknown[];
+              const turn = takeTurn(state, ask, now, limit);
+              state = turn.state;
+              unanswered.push(...sends.slice(0, turn.granted));
               deepStrictEqual(
                 {
                   granted: Number(reply[0]),
-                  line: kinds,
+                  wait: Number(reply[1]),
+                  line: await lineOf(keys, now),
                 },
                 {
                   granted: turn.granted,
-                  line: state.line.map(([id, , , live]) =>
-                    `${id}${live === 0 ? " low" : ""}`
-                  ),
+                  wait: turn.wait,
+                  line: state.line.filter(([, lapses]) => lapses >= now)
+                    .map(([id, , , live]) =>
+                      `${id}${live === 0 ? " low" : ""}`
+                    ),
                 },
-                JSON.stringify({ requests, reserve, ask }),
+                JSON.stringify({ requests, reserve, ask, now }),
               );
             }
           },
         ),
-        { numRuns: 300, seed: 201 },
+        { numRuns: 1000, seed: 7 },
       );
     } finally {
       client.close();
+    }
+
+    /** The line the script keeps: places not lapsed, in order, background ones marked. */
+    async function lineOf(keys: string[], now: number) {
+      const line: string[] = [];
+      const ids = await client.command(["ZRANGE", keys[1]!, "0", "-1"]);
+      for (const id of ids as string[]) {
+        const lapses = await client.command(["HGET", keys[2]!, id]);
+        const low = await client.command(["HGET", keys[2]!, `${id}|low`]);
+        if (Number(lapses) >= now) {
+          line.push(`${id}${low === "1" ? " low" : ""}`);
+        }
+      }
+      return line;
     }
   },
 );
