@@ -314,9 +314,11 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     }
     // Took while the window it knew could still hold sends: what it knew may matter.
     const span = windowSpan(this.limit), recent = now - last < span;
-    // A window back empty while this process had sends in it is a fall, as a failing store is; losses in a row are one.
+    // A window back empty while this process had sends in it is a fall, as a failing store is; losses in a row are one
+    // (a write back from alone is no loss).
     if (sends.length > 0 || recent) {
-      if (!this.#degraded || now < this.#lostUntil) {
+      const losing = !this.#degraded || now < this.#lostUntil;
+      if (losing && !this.#returning) {
         this.#lostUntil = now + this.limit.interval;
       }
       this.#degrade(now, { reason: "lost" });
