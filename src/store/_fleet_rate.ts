@@ -87,7 +87,8 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #empties = 0;
   /** Windows lost in a run, no grant since (not counting write-backs back from alone). */
   #losses: Losses = { losses: 0, since: -Infinity };
-  /** A fall for lost windows ends no sooner than this: an interval past the last loss (r194a F4: a pair per loss). */
+  /** A fall for lost windows ends no sooner than this, an interval past the last loss or return from alone (r194a F4:
+   * a pair per loss); -Infinity: no such fall. */
   #lostUntil = -Infinity;
   #disposed = false;
 
@@ -288,8 +289,10 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** The store answered: the next failure pauses from the start, and a fall ends (one for lost windows once they hold). */
   #restored(): void {
+    if (this.#config.now() < this.#lostUntil) return; // nor does its backoff: the window did not hold
+    this.#lostUntil = -Infinity;
     this.#failures = 0;
-    if (!this.#degraded || this.#config.now() < this.#lostUntil) return;
+    if (!this.#degraded) return;
     this.#degraded = false;
     const { onEvent } = this.#config, { store } = this.#shared;
     if (onEvent) emit(onEvent, { type: "rate.restored", store });
@@ -298,10 +301,19 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** The store lost the window (or this process paced alone): write back its sends, then take. */
   async #reseed(epoch: string): Promise<number> {
     const now = this.#config.now(), last = this.#lastTakeAt;
-    // Asked again and again at once, or lost more often than ordinary losses come, none granted: a failing store, paced
-    // without (r191b F3, r193a F1: callers stalled). Not when back from alone: that write-back is its own.
-    if (!this.#returning && (this.#reseeds >= MOST_ASKS || this.#lost(now))) {
-      return this.#goAlone({ reason: "lost" });
+    // Took while the window it knew could still hold sends: what it knew may matter.
+    const span = windowSpan(this.limit), recent = now - last < span;
+    // Not when back from alone: that write-back is its own.
+    if (!this.#returning) {
+      // Lost under it: a fall for lost windows ends once the window held an interval.
+      if (recent && (!this.#degraded || this.#lostUntil > -Infinity)) {
+        this.#lostUntil = now + this.limit.interval;
+      }
+      // Asked again and again at once, or lost more often than ordinary losses come, none granted: a failing store,
+      // paced without (r191b F3, r193a F1: callers stalled).
+      if (this.#reseeds >= MOST_ASKS || this.#lost(now)) {
+        return this.#goAlone({ reason: "lost" });
+      }
     }
     const { holder } = this.#config, { times, sent, count } = this.#own;
     const sends: [string, number][] = [];
@@ -312,19 +324,14 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       const age = time === Infinity ? -1 : Math.max(0, now - time);
       if (age < this.limit.interval) sends.push([`${holder}:${ticket}`, age]);
     }
-    // Took while the window it knew could still hold sends: what it knew may matter.
-    const span = windowSpan(this.limit), recent = now - last < span;
-    // A window back empty while this process had sends in it is a fall, as a failing store is; losses in a row are one
-    // (a write back from alone is no loss).
-    if (sends.length > 0 || recent) {
-      const losing = !this.#degraded || now < this.#lostUntil;
-      if (losing && !this.#returning) {
-        this.#lostUntil = now + this.limit.interval;
-      }
-      this.#degrade(now, { reason: "lost" });
-    }
+    // A window back empty while this process had sends in it is a fall, as a failing store is.
+    if (sends.length > 0 || recent) this.#degrade(now, { reason: "lost" });
     await this.#shared.reseed({ holder, epoch: this.#epoch, sends, recent });
     if (this.#returning) {
+      // Alone, it saw no loss: the window holds an interval from now first (r202a F1: a pair every 2 s under FLUSHALL).
+      if (this.#lostUntil > -Infinity) {
+        this.#lostUntil = now + this.limit.interval;
+      }
       // Another member its last takes saw (or one it kept to the share for at its last take) may pace alone still, or
       // have gone idle after: its sends count a window on. A process that never took knows of none, so keeps too.
       const others = last === -Infinity || last - this.#othersSeenAt < span ||
