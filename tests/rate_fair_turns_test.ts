@@ -6,7 +6,7 @@
 // the others). The rules directly over simulated fleets, then KV limiters
 // under fake time; tests/redis has the Redis script's.
 
-import { deepStrictEqual, ok } from "node:assert/strict";
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import fc from "fast-check";
 import {
   answerSends,
@@ -191,4 +191,44 @@ Deno.test("KV: a process whose crawl gives up while its live call is taken takes
       await run(limiter[Symbol.asyncDispose]());
     }
   });
+});
+
+Deno.test("takeTurn(): a live take whose process's crawl waits in line stands behind the live places already waiting, and keeps the crawl's place when served at once (review r204 R2: it took the crawl's place, ahead of them)", () => {
+  const limit = { requests: 2, interval: 1000 };
+  const ask = (holder: string, send: string, low = false) => ({
+    holder,
+    sends: [send],
+    epoch: "e",
+    returning: false,
+    ...(low ? { low, reserve: 0 } : {}),
+  });
+  let state = emptyState("e");
+  const take = (request: TakeAsk, now: number) => {
+    const turn = takeTurn(state, request, now, limit);
+    state = turn.state;
+    return turn.granted;
+  };
+  const line = () =>
+    state.line.map(([id, , , live]) => `${id} ${live === 0 ? "low" : "live"}`);
+  // x fills the window; its sends leave one at a time, at 1,000 and 1,500 ms.
+  take({ ...ask("x", "x1"), sends: ["x1", "x2"] }, 0);
+  state = answerSends(state, [["x1", 0, -1]]);
+  state = answerSends(state, [["x2", 500, -1]]);
+  deepStrictEqual([take(ask("a", "a1", true), 10), take(ask("b", "b1"), 20)], [
+    0,
+    0,
+  ]);
+  deepStrictEqual(line(), ["a low", "b live"]);
+  equal(take(ask("a", "a2"), 30), 0);
+  deepStrictEqual(line(), ["b live", "a live"]);
+  // The first slot free is b's, the live caller that waited first.
+  deepStrictEqual([take(ask("a", "a2"), 1000), take(ask("b", "b1"), 1000)], [
+    0,
+    1,
+  ]);
+  // Served at once, a live take keeps its process's crawl's place (the reserve's slot is live calls' only).
+  state = emptyState("e");
+  take({ ...ask("x", "x1"), sends: ["x1"] }, 0);
+  take({ ...ask("a", "a1", true), reserve: 1 }, 0);
+  deepStrictEqual([take(ask("a", "a2"), 0), line()], [1, ["a low"]]);
 });

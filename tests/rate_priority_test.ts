@@ -527,17 +527,22 @@ Deno.test("a live caller's first take starts the backoff on takes granted nothin
 });
 
 /** A scripted Redis whose take script answers `reply(take)` (the n-th take, from 0); write-backs and answers pass. */
+/** Where a take says it paced alone in its EVALSHA's arguments: after the digest, 7 keys and ARGV 1 to 7. */
+const RETURNING = 17;
+
 function scriptedTakes(
-  reply: (take: number, returning: boolean) => unknown[],
+  reply: (take: number, returning: boolean) => unknown[] | Error,
 ) {
   let takeScript: unknown, takes = 0;
   return (args: readonly string[]) => {
     takeScript ??= args[1]; // the first command is a take
     const took = args[1] === takeScript;
-    const returning = args[17] === "1";
-    return Promise.resolve(
-      took ? reply(takes++, returning) : [0, 0, 1, "e", 0],
-    );
+    const answer = took
+      ? reply(takes++, args[RETURNING] === "1")
+      : [0, 0, 1, "e", 0];
+    return answer instanceof Error
+      ? Promise.reject(answer)
+      : Promise.resolve(answer);
   };
 }
 
@@ -565,42 +570,88 @@ Deno.test("a Redis limiter whose store loses its window more than 5 times an int
   }
 });
 
-Deno.test("a Redis limiter whose store loses its window again and again says one fall for the whole run of losses, and rate.restored once the window held an interval: losses between grants, and losses with none granted that send it alone (attack r194a F4, r193a F2, r199a: a rate.degraded and rate.restored pair per loss, 458,752 events in 5 s; r202a F1: back from alone, a pair every 2 s while FLUSHALL went on)", async () => {
-  const lost = [0, 0, 1, "e", 1];
+Deno.test("a Redis limiter whose store loses its window again and again says one fall for the whole run of losses, and rate.restored once the window held an interval: losses between grants, and losses with none granted that send it alone (attack r194a F4, r193a F2, r199a: a rate.degraded and rate.restored pair per loss, 458,752 events in 5 s; r202a F1: back from alone, a pair every 2 s while FLUSHALL went on; review r204 R1: after 40 s of losses it paced alone 27 s more)", async () => {
+  const lost = [0, 0, 1, "e", 1], holds = [1, 0, 2, "e", 0];
   const stores = {
-    "granting between": [1, 0, 2, "e", 0],
+    "granting between": holds,
     "none granted": [0, 100, 2, "e", 0],
   };
+  const STORM = 40_000;
   for (const [name, between] of Object.entries(stores)) {
     await withFakeTimers(async (timers) => {
       using io = trackedIo(); // the script's digest: real crypto.subtle
-      // Lost at every other take for 10 s, then a store that holds and grants; a take back from alone writes back first,
-      // as the script asks.
+      // Lost at every other take for 40 s, then a store that holds and grants; a take back from alone writes back
+      // first, as the script asks.
       const reply = (take: number, returning: boolean) =>
         returning
           ? lost
-          : timers.now >= 10_000
-          ? [1, 0, 2, "e", 0]
-          : take % 2 === 0
-          ? lost
-          : between;
+          : timers.now >= STORM
+          ? holds
+          : take % 2
+          ? between
+          : lost;
       const events: string[] = [];
-      let sent = 0;
+      let sent = 0, restoredAt = -1;
       await using limiter = createRedisRateLimiter({
         command: scriptedTakes(reply),
         requests: 20,
         interval: 2_000,
         now: () => timers.now,
-        onEvent: ({ type }) =>
-          /^rate\.(degraded|restored)$/.test(type) && events.push(type),
+        onEvent: ({ type }) => {
+          if (type === "rate.restored") restoredAt = timers.now;
+          if (/^rate\.(degraded|restored)$/.test(type)) events.push(type);
+        },
       });
-      while (timers.now < 16_000) {
+      while (timers.now < STORM + 6_000) {
         limiter.answered(await drive(timers, limiter.take(), io.idle));
         sent++;
         await drive(timers, onFakeClock(timers, 50), io.idle);
       }
-      ok(sent > 50, `${name}: ${sent} sent`); // served throughout: never stalled
+      ok(sent > 100, `${name}: ${sent} sent`); // served throughout: never stalled
       deepStrictEqual(events, ["rate.degraded", "rate.restored"], name);
+      // Back on the store an interval after the storm, and a first pause alone at most (on the fake clock).
+      ok(
+        restoredAt > STORM && restoredAt <= STORM + 2_500,
+        `${name}: ${restoredAt}`,
+      );
     });
   }
+});
+
+Deno.test("a Redis limiter whose window was lost once and whose link then fails a take every 700 ms paces alone 0.5 s at a time, as without the loss (attack r203a F1: the fall for lost windows held its backoff, pauses of 0.5 to 16 s, 752 sends in 70 s where 2,450 went)", async () => {
+  const lost = [0, 0, 1, "e", 1], holds = [1, 0, 2, "e", 0];
+  await withFakeTimers(async (timers) => {
+    using io = trackedIo(); // the script's digest: real crypto.subtle
+    let lostOnce = false, failedAt = 0;
+    const reset = Object.assign(new Error("read ECONNRESET"), {
+      code: "ECONNRESET",
+    });
+    const reply = (_take: number, returning: boolean) => {
+      if (returning) return lost; // a take back from alone writes back first, as the script asks
+      if (timers.now >= 1_000 && !lostOnce) return (lostOnce = true, lost);
+      if (timers.now < 1_000 || timers.now >= 30_000) return holds;
+      if (timers.now - failedAt < 700) return holds;
+      failedAt = timers.now;
+      return reset;
+    };
+    const degraded: number[] = [];
+    let sent = 0;
+    await using limiter = createRedisRateLimiter({
+      command: scriptedTakes(reply),
+      requests: 20,
+      interval: 1_000,
+      now: () => timers.now,
+      onEvent: (event) =>
+        event.type === "rate.degraded" &&
+        degraded.push(event.retryAt - timers.now),
+    });
+    while (timers.now < 40_000) {
+      limiter.answered(await drive(timers, limiter.take(), io.idle));
+      sent++;
+      await drive(timers, onFakeClock(timers, 20), io.idle);
+    }
+    // Each failed take a fall of its own, paced alone 0.5 s: about 950 sends, as the parent sent (here 441).
+    ok(sent > 800, `${sent} sent`);
+    ok(degraded.every((pause) => pause <= 500), `${degraded}`);
+  });
 });

@@ -289,10 +289,9 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** The store answered: the next failure pauses from the start, and a fall ends (one for lost windows once they hold). */
   #restored(): void {
-    if (this.#config.now() < this.#lostUntil) return; // nor does its backoff: the window did not hold
+    this.#failures = 0; // its pauses alone start afresh either way (r204 R1: else they grew to 30 s alone after a storm)
+    if (!this.#degraded || this.#config.now() < this.#lostUntil) return;
     this.#lostUntil = -Infinity;
-    this.#failures = 0;
-    if (!this.#degraded) return;
     this.#degraded = false;
     const { onEvent } = this.#config, { store } = this.#shared;
     if (onEvent) emit(onEvent, { type: "rate.restored", store });
@@ -301,20 +300,6 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   /** The store lost the window (or this process paced alone): write back its sends, then take. */
   async #reseed(epoch: string): Promise<number> {
     const now = this.#config.now(), last = this.#lastTakeAt;
-    // Took while the window it knew could still hold sends: what it knew may matter.
-    const span = windowSpan(this.limit), recent = now - last < span;
-    // Not when back from alone: that write-back is its own.
-    if (!this.#returning) {
-      // Lost under it: a fall for lost windows ends once the window held an interval.
-      if (recent && (!this.#degraded || this.#lostUntil > -Infinity)) {
-        this.#lostUntil = now + this.limit.interval;
-      }
-      // Asked again and again at once, or lost more often than ordinary losses come, none granted: a failing store,
-      // paced without (r191b F3, r193a F1: callers stalled).
-      if (this.#reseeds >= MOST_ASKS || this.#lost(now)) {
-        return this.#goAlone({ reason: "lost" });
-      }
-    }
     const { holder } = this.#config, { times, sent, count } = this.#own;
     const sends: [string, number][] = [];
     for (let ticket = sent - count; ticket < sent; ticket++) {
@@ -324,8 +309,20 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
       const age = time === Infinity ? -1 : Math.max(0, now - time);
       if (age < this.limit.interval) sends.push([`${holder}:${ticket}`, age]);
     }
-    // A window back empty while this process had sends in it is a fall, as a failing store is.
-    if (sends.length > 0 || recent) this.#degrade(now, { reason: "lost" });
+    // Took while the window it knew could still hold sends: what it knew may matter.
+    const span = windowSpan(this.limit), recent = now - last < span;
+    // A window back empty while this process had sends in it is a fall, as a failing store is; not its own write back
+    // from alone. Losses in a row are one fall, which ends once the window held an interval.
+    const lost = !this.#returning && (sends.length > 0 || recent);
+    if (lost && (!this.#degraded || this.#lostUntil > -Infinity)) {
+      this.#lostUntil = now + this.limit.interval;
+    }
+    // Asked again and again at once, or lost more often than ordinary losses come, none granted: a failing store, paced
+    // without (r191b F3, r193a F1: callers stalled).
+    if (!this.#returning && (this.#reseeds >= MOST_ASKS || this.#lost(now))) {
+      return this.#goAlone({ reason: "lost" });
+    }
+    if (lost) this.#degrade(now, { reason: "lost" });
     await this.#shared.reseed({ holder, epoch: this.#epoch, sends, recent });
     if (this.#returning) {
       // Alone, it saw no loss: the window holds an interval from now first (r202a F1: a pair every 2 s under FLUSHALL).
