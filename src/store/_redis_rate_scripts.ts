@@ -136,11 +136,11 @@ else
     position = line - (place and 1 or 0)
   end
   if low then redis.call('HSET', KEYS[3], holder .. '|low', '1') else redis.call('HDEL', KEYS[3], holder .. '|low') end
-  if block > now then
-    wait = block - now
-  elseif low and liveElsewhere then
-    -- The live ones go first: ask again at the first one's turn, at least a share from now.
+  if low and liveElsewhere then
+    -- The live ones go first: ask again at the first one's turn, at least a share from now (past any block).
     wait = math.max(1, share, liveTurn)
+  elseif block > now then
+    wait = block - now
   else
     -- Its turn is now, or when the (index + 1)-th send leaves.
     local index = position - (free - granted)

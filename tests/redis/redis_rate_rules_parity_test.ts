@@ -1,7 +1,7 @@
 // The fleet window's rules twice: pure in TypeScript for KV (`takeTurn`,
 // `answerSends`), in Lua for Redis (the TAKE and ANSWER scripts). One
 // property over random takes and answers by a few processes, live and
-// background, as time passes: both grant the same, name the same wait, and
+// background, and refusals (429s), as time passes: both grant the same, name the same wait, and
 // keep the same line (the same processes, in the same order, waiting for the
 // same kind of send). The scripts read Redis's clock; here they read a key
 // that the test moves, so that both sides see one `now`.
@@ -9,12 +9,13 @@
 import { deepStrictEqual } from "node:assert/strict";
 import fc from "fast-check";
 import { connectRedis, redisTest, startRedis } from "./_redis_server.ts";
-import { ANSWER, TAKE } from "../../src/store/_redis_rate_scripts.ts";
+import { ANSWER, REFUSE, TAKE } from "../../src/store/_redis_rate_scripts.ts";
 import {
   answerSends,
   emptyState,
   GRACE,
   HOLD,
+  refuseSends,
   takeTurn,
   type WindowState,
 } from "../../src/store/_window_rules.ts";
@@ -39,16 +40,18 @@ const steps = fc.array(
     low: fc.boolean(),
     count: fc.constantFrom(0, 1, 1, 1, 2, 3),
     answer: fc.option(fc.nat(), { nil: undefined }),
+    refused: fc.boolean(),
   }),
   { minLength: 1, maxLength: 120 },
 );
 
 redisTest(
-  "the take's rules in TypeScript (KV) and in Lua (Redis) grant the same, name the same wait and keep the same line, for any takes and answers by 4 processes, live and background, as time passes",
+  "the take's rules in TypeScript (KV) and in Lua (Redis) grant the same, name the same wait and keep the same line, for any takes, answers and refusals by 4 processes, live and background, as time passes (a background take during a block while a live caller waited: Redis said the block's end, KV a share)",
   async () => {
     await using redis = await startRedis();
     const client = await connectRedis(redis.port);
     const take = onTestClock(TAKE), answer = onTestClock(ANSWER);
+    const refuse = onTestClock(REFUSE);
     const names = "window line places holders turns block epoch".split(" ");
     let run = 0;
     try {
@@ -65,8 +68,24 @@ redisTest(
             run++;
             let state: WindowState = emptyState("e"), now = 1e12, sent = 0;
             const unanswered: string[] = [];
-            for (const { after, holder, low, count, answer: which } of moves) {
+            for (const move of moves) {
+              const { after, holder, low, count, answer: which } = move;
               await client.command(["SET", CLOCK, String(now += after)]);
+              if (move.refused && which !== undefined) {
+                // A 429: a window with room is full for one slot's share.
+                state = refuseSends(state, now, limit);
+                await client.command(
+                  [
+                    "EVAL",
+                    refuse,
+                    "2",
+                    keys[0]!,
+                    keys[5]!,
+                    ...args.slice(0, 2),
+                  ],
+                );
+                continue;
+              }
               if (which !== undefined && unanswered.length > 0) {
                 const [send] = unanswered.splice(which % unanswered.length, 1);
                 state = answerSends(state, [[send!, now, -1]]);
