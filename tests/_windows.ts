@@ -26,6 +26,22 @@ export function mostAtOnce(
   return most;
 }
 
+/**
+ * A simulated fleet's invariant: never more than `requests` sends held a slot at once, and each process got at
+ * least 1/(2N) of the sends counted (one send of slack for the turn under way at the end).
+ */
+export function checkFairFleet(
+  spans: readonly (readonly [number, number])[],
+  counts: readonly number[],
+  { requests, interval }: { requests: number; interval: number },
+): void {
+  ok(mostAtOnce(spans, interval) <= requests);
+  const total = counts.reduce((a, b) => a + b);
+  for (const count of counts) {
+    ok(count + 1 >= total / (2 * counts.length), `${counts}`);
+  }
+}
+
 /** The most arrivals in any window of `interval` ms. */
 export function mostInAnyWindow(
   times: readonly number[],
