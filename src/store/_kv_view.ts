@@ -97,8 +97,15 @@ export class ClockView {
   /** The window as this process's clock has it, at `now`. */
   see(state: WindowState, now: number, limit: RateLimit): WindowState {
     const mine = `${this.#own}:`;
+    const seenAt = (holder: string, seen: number) =>
+      holder === this.#own ? seen : sighting(this.#holders, holder, seen, now);
+    const holders = state.holders.map(([holder, seen]) =>
+      [holder, seenAt(holder, seen)] as const
+    );
+    forgetMissing(this.#holders, state.holders.map(([holder]) => holder));
     // Its own, on its own clock: a stamp past the hold is not its, and is dropped (kept, it would hold
-    // the fleet for a minute). The others' are dated by sight, which no stamp can push further.
+    // the fleet for a minute). The others' are dated by sight, which no stamp can push further, or by their member's
+    // latest take seen, which a stamp of its can pull earlier by an interval at most.
     const sends = state.sends.flatMap((send): Send[] => {
       const [name, from, answered, span] = send;
       if (name.startsWith(mine)) return from > now + HOLD ? [] : [send];
@@ -106,7 +113,10 @@ export class ClockView {
         { first: now, open: answered === 1 ? undefined : now };
       this.#sends.set(name, seen);
       if (answered === 0) return [[name, seen.first + HOLD, 0, span]];
-      seen.answered ??= now;
+      seen.answered = Math.min(
+        seen.answered ?? now,
+        this.#beforeTake(name, from, limit),
+      );
       // Seen written and unanswered at `open`: answered within its span of it.
       const within = seen.open !== undefined && span >= 0
         ? seen.open + span
@@ -124,12 +134,6 @@ export class ClockView {
       return [holder, until, span, live === 0 ? 0 : 1];
     });
     forgetMissing(this.#places, state.line.map(([holder]) => holder));
-    const seenAt = (holder: string, seen: number) =>
-      holder === this.#own ? seen : sighting(this.#holders, holder, seen, now);
-    const holders = state.holders.map(([holder, seen]) =>
-      [holder, seenAt(holder, seen)] as const
-    );
-    forgetMissing(this.#holders, state.holders.map(([holder]) => holder));
     const shortLasts = limit.interval + GRACE;
     return {
       ...state,
@@ -172,6 +176,20 @@ export class ClockView {
         ? { shortUntil: stored.shortUntil }
         : { shortUntil: 0, reseeded: 0 }),
     };
+  }
+
+  /**
+   * When another member's send answered at `answer` (its clock) was answered at the latest, on this clock: as long
+   * before this process first saw that member's latest take as its clock says the answer came before that take (r202a
+   * F2: dated by sight alone, a crawl that joined late woke only when its late dating said a send had left, and got 1
+   * or 2 sends a window beside 13 for the crawl that filled the first). A steady clock never counts more time than
+   * passed, so this is never early; a take more than an interval after the answer dates nothing that still counts.
+   */
+  #beforeTake(name: string, answer: number, { interval }: RateLimit): number {
+    const take = this.#holders.get(name.slice(0, name.lastIndexOf(":")));
+    if (take === undefined) return Infinity;
+    const before = take.stamp - answer;
+    return before >= 0 ? take.at - Math.min(before, interval) : Infinity;
   }
 
   /** A block or a short window lasts `lasts` from when it was first seen. */
