@@ -45,4 +45,5 @@ console.log(
   `copy: ${result.inserted} new, ${result.updated} changed, ${result.deleted} removed; ${verified}`,
 );
 await rateLimit[Symbol.asyncDispose]();
-await redis.quit();
+// disconnect(), not quit(): quit() waits on a Redis that is away.
+redis.disconnect();

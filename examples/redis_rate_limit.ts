@@ -19,4 +19,5 @@ const client = createClient({
 const response = await client.fetch("organizations");
 console.log(response.status);
 await response.body?.cancel();
-await redis.quit();
+// disconnect(), not quit(): quit() waits on a Redis that is away.
+redis.disconnect();
