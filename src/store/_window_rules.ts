@@ -85,6 +85,8 @@ export interface TakeAsk extends TakeRequest {
   readonly holder: string;
   /** Slots a background send leaves free in the window. */
   readonly reserve?: number;
+  /** While others wait in line, no send before this ms (KV: a slot's share after the asker's last). */
+  readonly spacedUntil?: number;
 }
 
 /** What the store answers to a take. */
@@ -140,11 +142,16 @@ export function takeTurn(
   const ahead = place < 0 ? order.length : place;
   // While others wait in line, one send per turn: turns are fair.
   const most = order.length > (place < 0 ? 0 : 1) ? 1 : wanted.length;
-  const granted = Math.max(0, Math.min(most, wanted.length, free - ahead));
+  const spacedUntil = order.some(([id]) => id !== holder)
+    ? ask.spacedUntil ?? 0
+    : 0;
+  const granted = spacedUntil > now
+    ? 0
+    : Math.max(0, Math.min(most, wanted.length, free - ahead));
   for (const send of wanted.slice(0, granted)) {
     sends.push([send, now + HOLD, 0, -1]);
   }
-  const around = { free, liveTurns, now, limit };
+  const around = { free, liveTurns, now, limit, spacedUntil };
   const { wait, line: after } = waitInLine(next, ask, granted, around);
   return outcome({ ...next, line: after }, granted, wait, false);
 }
@@ -154,11 +161,12 @@ function waitInLine(
   state: WindowState,
   { holder, low, sends }: TakeAsk,
   granted: number,
-  { free, liveTurns, now, limit }: {
+  { free, liveTurns, now, limit, spacedUntil }: {
     free: number;
     liveTurns: number[];
     now: number;
     limit: RateLimit;
+    spacedUntil: number;
   },
 ): { wait: number; line: readonly Place[] } {
   // Given some, or new in line, it goes to the end; else it keeps its place. Ahead of it: the places before.
@@ -175,7 +183,7 @@ function waitInLine(
     return { wait: 0, line: crawlWaits ? state.line : others };
   }
   const before = moves ? others : state.line.slice(0, at);
-  const wait = turnWait();
+  const wait = Math.max(turnWait(), spacedUntil - now);
   const place: Place = [holder, now + wait + GRACE, wait + GRACE, low ? 0 : 1];
   const line = moves
     ? [...others, place]

@@ -16,6 +16,7 @@ import {
   refuseSends,
   type Reseed,
   reseedSends,
+  slotShare,
   type TakeReply,
   type TakeRequest,
   takeTurn,
@@ -138,6 +139,8 @@ class KvWindow implements SharedWindow {
   readonly #view: ClockView;
   /** This process's sends not answered yet: when written, on which clock. */
   readonly #written = new Map<string, { at: number; steps: number }>();
+  /** When this process was last granted a send, on its clock. */
+  #granted = -Infinity;
 
   constructor(kv: Deno.Kv, prefix: Deno.KvKey, config: FleetConfig) {
     this.#kv = kv;
@@ -149,7 +152,11 @@ class KvWindow implements SharedWindow {
 
   async take(request: TakeRequest): Promise<TakeReply> {
     const { holder, reserve, limit } = this.#config;
-    const ask = { ...request, holder, reserve };
+    // While others wait, a send a slot's share after its last at the soonest: its takes then come as often as its
+    // sends, and the others, who date its sends by when they see its takes, see them soon enough to take their turns
+    // (r202a F2: a crawl that filled a window sent its next 16 in a burst and slept; the others woke late by as long).
+    const spacedUntil = this.#granted + slotShare(limit);
+    const ask = { ...request, holder, reserve, spacedUntil };
     let reply: TakeReply | undefined;
     let writtenAt = 0;
     const written = await this.#change((state, now) => {
@@ -160,6 +167,7 @@ class KvWindow implements SharedWindow {
     });
     // Lost to others each time: ask again in a moment, nothing learned.
     if (!written) return { ...LOST_TAKE, epoch: request.epoch };
+    if (reply!.granted > 0) this.#granted = writtenAt;
     for (const send of request.sends.slice(0, reply!.granted)) {
       this.#written.set(send, { at: writtenAt, steps: this.#config.now.steps });
     }
