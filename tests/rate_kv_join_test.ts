@@ -124,3 +124,44 @@ Deno.test("takeTurn() spaces an asker's sends while others wait in line, and onl
   );
   ok(after.granted === 1);
 });
+
+Deno.test("a KV member whose clock stands still gets no send of it dated early by another member: never more than the limit at once (r207a F1: 38 of 20, its answers dated at the first sight of a take stamped the same)", async () => {
+  using kv = await Deno.openKv(":memory:");
+  const limit = { requests: 20, interval: 1000 };
+  await withFakeTimers(async (timers) => {
+    using db = trackedIo(kv, 1);
+    const still = timers.now + 1;
+    const stopped = createKvRateLimiter(db.kv, { ...limit, now: () => still });
+    const going = createKvRateLimiter(db.kv, {
+      ...limit,
+      now: () => timers.now,
+    });
+    const spans: [number, number][] = [];
+    const sleep = (ms: number) => new Promise((wake) => setTimeout(wake, ms));
+    const send = async (limiter: typeof going, flight: number) => {
+      const ticket = await limiter.take();
+      const sent = timers.now;
+      await sleep(flight);
+      spans.push([sent, timers.now]);
+      limiter.answered(ticket);
+    };
+    const run = async () => {
+      // The stopped member takes and answers at its one stamp; the other sees that stamp, then idles.
+      await send(stopped, 1);
+      await sleep(50);
+      await send(going, 1);
+      await sleep(2000);
+      // Later takes and answers of the stopped member carry the same stamp.
+      const theirs = Array.from({ length: 19 }, () => send(stopped, 10));
+      await sleep(30);
+      const ours = Array.from({ length: 20 }, () => send(going, 10));
+      await Promise.all([...theirs, ...ours]);
+    };
+    await drive(timers, run(), db.idle);
+    for (const limiter of [stopped, going]) {
+      await drive(timers, limiter[Symbol.asyncDispose](), db.idle);
+    }
+    const most = mostAtOnce(spans, limit.interval);
+    ok(most <= limit.requests, `${most} at once`);
+  });
+});

@@ -188,8 +188,11 @@ export class ClockView {
   #beforeTake(name: string, answer: number, { interval }: RateLimit): number {
     const take = this.#holders.get(name.slice(0, name.lastIndexOf(":")));
     if (take === undefined) return Infinity;
+    // Strictly before: a clock that stands still stamps later takes the same, and the first sight of that stamp
+    // may come before the answer (r207a F1: 38 sends of 20 at once). An answer stamped before the stamp was read before
+    // every take stamped so.
     const before = take.stamp - answer;
-    return before >= 0 ? take.at - Math.min(before, interval) : Infinity;
+    return before > 0 ? take.at - Math.min(before, interval) : Infinity;
   }
 
   /** A block or a short window lasts `lasts` from when it was first seen. */
