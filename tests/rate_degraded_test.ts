@@ -88,7 +88,7 @@ Deno.test("countLoss: more than 5 losses within an interval of the first fail th
 });
 
 Deno.test("a Redis limiter's rate.degraded says why, once per fall, with retryAt in whole ms: error and its code, timeout, an answer no script gives, a window lost under its sends", async () => {
-  const take = [1, 0, 2, "e", 0];
+  const take = [1, 0, 2, "e", 0, 0];
   const stores: [string, (call: number) => unknown, object][] = [
     [
       "NOAUTH",
@@ -101,9 +101,11 @@ Deno.test("a Redis limiter's rate.degraded says why, once per fall, with retryAt
       { reason: "error" },
     ],
     ["no answer", () => new Promise(() => {}), { reason: "timeout" }],
-    ["more granted than asked", () => [50, 0, 1, "e", 0], { reason: "answer" }],
+    ["more granted than asked", () => [50, 0, 1, "e", 0, 0], {
+      reason: "answer",
+    }],
     // Granted, then the window gone under that send: a write back asked (the script's own reply after it ignored).
-    ["lost", (call) => call === 1 ? [0, 0, 2, "e2", 1] : take, {
+    ["lost", (call) => call === 1 ? [0, 0, 2, "e2", 1, 0] : take, {
       reason: "lost",
     }],
   ];
@@ -153,7 +155,7 @@ Deno.test("a fall that turns out a setting to mend says so again, and a fall bac
       // A take back from alone is asked for its write back; then grants.
       const returning = args[1] === takeScript && args[17] === "1";
       return Promise.resolve(
-        returning ? [0, 0, 1, "e2", 1] : [1, 0, 1, "e2", 0],
+        returning ? [0, 0, 1, "e2", 1, 0] : [1, 0, 1, "e2", 0, 0],
       );
     };
     const events: string[] = [];

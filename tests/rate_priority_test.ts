@@ -394,9 +394,16 @@ Deno.test("after 429s the reserve stays whole under the lowered cap, up to half 
 });
 
 Deno.test("a Redis limiter whose script answers more slots than asked, a reseed neither 0 nor 1, or none and no wait, takes it for a failing store: it paces alone and says rate.degraded; the script's write back (none and no wait, reseed 1) is an answer (attack r188b F2: 49 phantom sends a take; F3: 439 round trips a second; r191b F1; r190b F1: the write back refused, no process rejoined)", async () => {
-  const lies = [[50, 0, 1, "e", 0], [0, 0, 1, "e", 0], [0, 0, 1, "e", 2]];
+  const lies = [[50, 0, 1, "e", 0, 0], [0, 0, 1, "e", 0, 0], [
+    0,
+    0,
+    1,
+    "e",
+    2,
+    0,
+  ]];
   const writeBack = (call: number) =>
-    call === 0 ? [0, 0, 1, "e", 1] : [1, 0, 1, "e", 0];
+    call === 0 ? [0, 0, 1, "e", 1, 0] : [1, 0, 1, "e", 0, 0];
   const cases = [
     ...lies.map((reply) => [() => reply, "rate.degraded"] as const),
     [writeBack, undefined] as const,
@@ -429,10 +436,10 @@ Deno.test("a Redis limiter whose script answers more slots than asked, a reseed 
 });
 
 Deno.test("a Redis limiter whose script grants nothing again and again, each a ms away, asks no more often than a slot comes; one that asks for a write back at every take is a failing store: callers go alone, rate.degraded, then rate.restored once a take answers (attack r191b F2: 465 round trips a second; F3: callers stalled, nothing said)", async () => {
-  const grants = [1, 0, 1, "e", 0];
+  const grants = [1, 0, 1, "e", 0, 0];
   const stores = [
-    { lie: [0, 1, 1, "e", 0], events: [] },
-    { lie: [0, 0, 1, "e", 1], events: ["rate.degraded", "rate.restored"] },
+    { lie: [0, 1, 1, "e", 0, 0], events: [] },
+    { lie: [0, 0, 1, "e", 1, 0], events: ["rate.degraded", "rate.restored"] },
   ];
   for (const { lie, events: said } of stores) {
     await withFakeTimers(async (timers) => {
@@ -464,10 +471,12 @@ Deno.test("a Redis limiter whose script grants nothing again and again, each a m
 Deno.test("a Redis limiter's backoff on takes granted nothing counts only those a ms away in a row: after waits of a slot or more, a wait of 1 ms is 1 ms (a crawl's takes in a busy fleet hold no live call back)", async () => {
   await withFakeTimers(async (timers) => {
     using io = trackedIo(); // the script's digest: real crypto.subtle
-    const replies = [200, 200, 200, 200, 1].map((wait) => [0, wait, 1, "e", 0]);
+    const replies = [200, 200, 200, 200, 1].map((
+      wait,
+    ) => [0, wait, 1, "e", 0, 0]);
     let calls = 0;
     const limiter = createRedisRateLimiter({
-      command: () => Promise.resolve(replies[calls++] ?? [1, 0, 1, "e", 0]),
+      command: () => Promise.resolve(replies[calls++] ?? [1, 0, 1, "e", 0, 0]),
       requests: 10,
       interval: 1_000,
       now: () => timers.now,
@@ -483,7 +492,7 @@ Deno.test("a Redis limiter whose store asks for a write back at every take for m
     using io = trackedIo(); // the script's digest: real crypto.subtle
     const events: string[] = [];
     const limiter = createRedisRateLimiter({
-      command: () => Promise.resolve([0, 0, 1, "e", 1]),
+      command: () => Promise.resolve([0, 0, 1, "e", 1, 0]),
       requests: 10,
       interval: 1_000,
       now: () => timers.now,
@@ -510,7 +519,9 @@ Deno.test("a live caller's first take starts the backoff on takes granted nothin
         const first = timers.now >= 1_500 && !liveAsked;
         liveAsked ||= first;
         return Promise.resolve(
-          timers.now < 1_500 || first ? [0, 1, 1, "e", 0] : [1, 0, 1, "e", 0],
+          timers.now < 1_500 || first
+            ? [0, 1, 1, "e", 0, 0]
+            : [1, 0, 1, "e", 0, 0],
         );
       },
       requests: 10,
@@ -539,7 +550,7 @@ function scriptedTakes(
     const took = args[1] === takeScript;
     const answer = took
       ? reply(takes++, args[RETURNING] === "1")
-      : [0, 0, 1, "e", 0];
+      : [0, 0, 1, "e", 0, 0];
     return answer instanceof Error
       ? Promise.reject(answer)
       : Promise.resolve(answer);
@@ -547,7 +558,7 @@ function scriptedTakes(
 }
 
 Deno.test("a Redis limiter whose store loses its window more than 5 times an interval, none granted, takes it for a failing store and serves its callers alone; losses as often as 3 an interval leave them to wait for the store (attack r193a F1: a write back asked at every other take, none granted between, stalled callers for good)", async () => {
-  const lost = [0, 0, 1, "e", 1], full = [0, 100, 2, "e", 0];
+  const lost = [0, 0, 1, "e", 1, 0], full = [0, 100, 2, "e", 0, 0];
   for (const often of [true, false]) {
     await withFakeTimers(async (timers) => {
       using io = trackedIo(); // the script's digest: real crypto.subtle
@@ -571,10 +582,10 @@ Deno.test("a Redis limiter whose store loses its window more than 5 times an int
 });
 
 Deno.test("a Redis limiter whose store loses its window again and again says one fall for the whole run of losses, and rate.restored once the window held an interval: losses between grants, and losses with none granted that send it alone (attack r194a F4, r193a F2, r199a: a rate.degraded and rate.restored pair per loss, 458,752 events in 5 s; r202a F1: back from alone, a pair every 2 s while FLUSHALL went on; review r204 R1: after 40 s of losses it paced alone 27 s more)", async () => {
-  const lost = [0, 0, 1, "e", 1], holds = [1, 0, 2, "e", 0];
+  const lost = [0, 0, 1, "e", 1, 0], holds = [1, 0, 2, "e", 0, 0];
   const stores = {
     "granting between": holds,
-    "none granted": [0, 100, 2, "e", 0],
+    "none granted": [0, 100, 2, "e", 0, 0],
   };
   const STORM = 40_000;
   for (const [name, between] of Object.entries(stores)) {
@@ -619,7 +630,7 @@ Deno.test("a Redis limiter whose store loses its window again and again says one
 });
 
 Deno.test("a Redis limiter whose window was lost once and whose link then fails a take every 700 ms paces alone 0.5 s at a time, as without the loss (attack r203a F1: the fall for lost windows held its backoff, pauses of 0.5 to 16 s, 752 sends in 70 s where 2,450 went)", async () => {
-  const lost = [0, 0, 1, "e", 1], holds = [1, 0, 2, "e", 0];
+  const lost = [0, 0, 1, "e", 1, 0], holds = [1, 0, 2, "e", 0, 0];
   await withFakeTimers(async (timers) => {
     using io = trackedIo(); // the script's digest: real crypto.subtle
     let lostOnce = false, failedAt = 0;

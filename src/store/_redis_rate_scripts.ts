@@ -78,12 +78,15 @@ end
 `;
 
 // ARGV: 6 holder, 7 the epoch it knows, 8 '1' when it paced alone, 9 '1' when the sends are background ones, 10 the
-// reserve, then the sends wanted. Answers {granted, wait, holders, epoch, reseed}. A place in line waiting for
+// reserve, 11 while others wait in line no send before this (Redis ms: a slot's share after the holder's last; 0:
+// none), then the sends wanted. Answers {granted, wait, holders, epoch, reseed, now}. A place in line waiting for
 // background sends only is marked in the places hash (`<holder>|low`): ahead of a live take stand live places only, and
 // a background take gets nothing while a live place waits elsewhere, nor the last `reserve` slots.
 export const TAKE = `${GUARD}local holder, known = ARGV[6], ARGV[7]
 local low, reserve = ARGV[9] == '1', tonumber(ARGV[10]) or 0
-local want = #ARGV - 10
+local want = #ARGV - 11
+-- A spacing further ahead than a share is not ours (another Redis's clock): cut back.
+local spaced = math.min(num(ARGV[11]) or 0, now + share)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - interval)
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - interval)
 redis.call('ZADD', KEYS[4], now, holder)
@@ -111,7 +114,7 @@ end
 -- keep() once per take: here for the early answer, at the end otherwise (nothing between reads what it writes).
 if ARGV[8] == '1' or (known ~= '' and known ~= epoch) then
   keep()
-  return {0, 0, redis.call('ZCARD', KEYS[4]), epoch, 1}
+  return {0, 0, redis.call('ZCARD', KEYS[4]), epoch, 1, now}
 end
 local free = capacity - redis.call('ZCARD', KEYS[1])
 if block > now then free = 0 end
@@ -119,9 +122,12 @@ if low then free = liveElsewhere and 0 or free - reserve end
 local ahead = place or line
 -- While others wait in line, one send per turn: turns, not callers, are fair.
 local most = want
-if line > (place and 1 or 0) then most = 1 end
+local othersWait = line > (place and 1 or 0)
+if othersWait then most = 1 end
+if not othersWait or spaced <= now then spaced = 0 end
 local granted = math.max(0, math.min(most, want, free - ahead))
-for i = 1, granted do redis.call('ZADD', KEYS[1], now + hold, ARGV[10 + i]) end
+if spaced > 0 then granted = 0 end
+for i = 1, granted do redis.call('ZADD', KEYS[1], now + hold, ARGV[11 + i]) end
 local wait = 0
 if granted == want then
   -- A live take served in full keeps its process's background place: its crawl still waits.
@@ -158,10 +164,11 @@ else
       wait = math.max(1, from + interval - now)
     end
   end
+  wait = math.max(wait, spaced - now)
   redis.call('HSET', KEYS[3], holder, now + wait + grace)
 end
 keep()
-return {granted, wait, redis.call('ZCARD', KEYS[4]), epoch, 0}`;
+return {granted, wait, redis.call('ZCARD', KEYS[4]), epoch, 0, now}`;
 
 // ARGV: 6 the epoch known, 7 '1' if it took within the last interval and hold, then pairs of a send and ms since its
 // answer (-1: unanswered). Answers the sends written; see reseedSends.

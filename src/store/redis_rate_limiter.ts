@@ -16,6 +16,7 @@ import {
   GRACE,
   HOLD,
   type Reseed,
+  slotShare,
   type TakeReply,
   type TakeRequest,
 } from "./_window_rules.ts";
@@ -111,6 +112,8 @@ class RedisWindow implements SharedWindow {
   /** requests, interval, hold, grace: what every script reads first. */
   readonly #args: string[];
   readonly #digest = perKey((source) => hexDigest(source, 20, "SHA-1"));
+  /** When this process was last granted a send, on Redis's clock. */
+  #granted = -Infinity;
 
   constructor(
     { command, prefix, commandTimeout }: ReturnType<typeof redisOptions>,
@@ -126,6 +129,9 @@ class RedisWindow implements SharedWindow {
   }
 
   async take(request: TakeRequest): Promise<TakeReply> {
+    // While others wait, a send a slot's share after its last at the soonest: a process with many callers took every
+    // slot a window's roll freed at once, leaving one a place in line (2 callers beside 50: 2 sends a window of 20).
+    const spacedUntil = this.#granted + slotShare(this.#config.limit);
     const reply = await this.#script(TAKE, this.#keys, [
       ...this.#args,
       newEpoch(),
@@ -134,18 +140,20 @@ class RedisWindow implements SharedWindow {
       request.returning ? "1" : "0",
       request.low ? "1" : "0",
       String(this.#config.reserve),
+      Number.isFinite(spacedUntil) ? String(spacedUntil) : "0",
       ...request.sends,
     ]);
-    // {granted, wait, holders, epoch, reseed}; anything else is a failing store, not a spin: more granted than asked
-    // (r188b F2: 49 phantom sends a take), a reseed neither 0 nor 1 (r191b F1), or none granted and no wait where sends
-    // were asked and no write back (F3: 439 round trips a second; r190b F1: that write back refused, no rejoining).
+    // {granted, wait, holders, epoch, reseed, now}; anything else is a failing store, not a spin: more granted than
+    // asked (r188b F2: 49 phantom sends a take), a reseed neither 0 nor 1 (r191b F1), or none granted and no wait where
+    // sends were asked and no write back (F3: 439 round trips a second; r190b F1: that write back refused, no rejoining).
     const parts = Array.isArray(reply) ? reply : [];
     const values = parts.map(Number);
-    const [granted = -1, wait = -1, holders = -1, , reseed = -1] = values;
+    const [granted = -1, wait = -1, holders = -1, , reseed = -1, now = -1] =
+      values;
     const epoch = text(parts[3]);
-    const numbers = [granted, wait, holders, reseed];
+    const numbers = [granted, wait, holders, reseed, now];
     if (
-      parts.length !== 5 || epoch === undefined ||
+      parts.length !== 6 || epoch === undefined ||
       !numbers.every((n) => Number.isSafeInteger(n) && n >= 0) ||
       granted > request.sends.length || reseed > 1 ||
       granted + wait + reseed === 0 && request.sends.length > 0
@@ -154,6 +162,7 @@ class RedisWindow implements SharedWindow {
         "Redis answered the rate script with another type",
       );
     }
+    if (granted > 0) this.#granted = now;
     return { granted, wait, holders, epoch, reseed: reseed === 1 };
   }
 

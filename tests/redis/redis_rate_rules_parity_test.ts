@@ -16,6 +16,7 @@ import {
   GRACE,
   HOLD,
   refuseSends,
+  slotShare,
   takeTurn,
   type WindowState,
 } from "../../src/store/_window_rules.ts";
@@ -35,8 +36,9 @@ function onTestClock(script: string): string {
 /** A step: time passes, then a process takes (live or background) or an unanswered send is answered. */
 const steps = fc.array(
   fc.record({
-    after: fc.constantFrom(0, 1, 5, 50, 150, 400, 900),
-    holder: fc.integer({ min: 0, max: 3 }),
+    after: fc.constantFrom(0, 1, 5, 20, 50, 150, 400, 900),
+    // Two processes most often: a recent grant then meets the other's place in line (spacing).
+    holder: fc.oneof(fc.constantFrom(0, 1), fc.integer({ min: 0, max: 3 })),
     low: fc.boolean(),
     count: fc.constantFrom(0, 1, 1, 1, 2, 3),
     answer: fc.option(fc.nat(), { nil: undefined }),
@@ -46,7 +48,7 @@ const steps = fc.array(
 );
 
 redisTest(
-  "the take's rules in TypeScript (KV) and in Lua (Redis) grant the same, name the same wait and keep the same line, for any takes, answers and refusals by 4 processes, live and background, as time passes (a background take during a block while a live caller waited: Redis said the block's end, KV a share)",
+  "the take's rules in TypeScript (KV) and in Lua (Redis) grant the same, name the same wait and keep the same line, for any takes, answers and refusals by 4 processes, live and background, each spaced a share after its last grant while others wait, as time passes (a background take during a block while a live caller waited: Redis said the block's end, KV a share)",
   async () => {
     await using redis = await startRedis();
     const client = await connectRedis(redis.port);
@@ -68,6 +70,8 @@ redisTest(
             run++;
             let state: WindowState = emptyState("e"), now = 1e12, sent = 0;
             const unanswered: string[] = [];
+            /** Each holder's last grant, as its process keeps it: while others wait, its next comes a share later. */
+            const lastGrant = new Map<string, number>();
             for (const move of moves) {
               const { after, holder, low, count, answer: which } = move;
               await client.command(["SET", CLOCK, String(now += after)]);
@@ -96,6 +100,8 @@ redisTest(
                 continue;
               }
               const sends = Array.from({ length: count }, () => `s${sent++}`);
+              const spacedUntil = (lastGrant.get(`p${holder}`) ?? -Infinity) +
+                slotShare(limit);
               const ask = {
                 holder: `p${holder}`,
                 sends,
@@ -103,6 +109,7 @@ redisTest(
                 returning: false,
                 low,
                 reserve,
+                spacedUntil,
               };
               const reply = await client.command([
                 "EVAL",
@@ -116,10 +123,12 @@ redisTest(
                 "0",
                 low ? "1" : "0",
                 String(reserve),
+                Number.isFinite(spacedUntil) ? String(spacedUntil) : "0",
                 ...sends,
               ]) as unknown[];
               const turn = takeTurn(state, ask, now, limit);
               state = turn.state;
+              if (turn.granted > 0) lastGrant.set(ask.holder, now);
               unanswered.push(...sends.slice(0, turn.granted));
               deepStrictEqual(
                 {
