@@ -85,8 +85,10 @@ end
 export const TAKE = `${GUARD}local holder, known = ARGV[6], ARGV[7]
 local low, reserve = ARGV[9] == '1', tonumber(ARGV[10]) or 0
 local want = #ARGV - 11
--- A spacing further ahead than a share is not ours (another Redis's clock): cut back.
-local spaced = math.min(num(ARGV[11]) or 0, now + share)
+-- A spacing further ahead than a share was dated on another clock (a Redis failed over, behind): none. Cut back to a
+-- share, it held every process a share at each take for as long as the clock was behind (attack r209a F1).
+local spaced = num(ARGV[11]) or 0
+if spaced > now + share then spaced = 0 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - interval)
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - interval)
 redis.call('ZADD', KEYS[4], now, holder)

@@ -49,3 +49,64 @@ redisTest(
     }
   },
 );
+
+redisTest(
+  "a fleet on a Redis that fails over to one whose clock is 30 s behind goes on sending: a process's last grant, dated on the old clock, spaces nothing (attack r209a F1: nothing granted while the clock was behind)",
+  async () => {
+    await using redis = await startRedis();
+    const client = await connectRedis(redis.port);
+    // The scripts read Redis's TIME shifted by `behind`: a failover to a host whose clock is behind.
+    let behind = 0;
+    const shifted = (script: string) =>
+      script.replace(
+        "local time = redis.call('TIME')",
+        `local time = redis.call('TIME'); time = {tostring(tonumber(time[1]) - ${behind}), time[2]}`,
+      );
+    const command = (args: string[]) =>
+      args[0] === "EVALSHA"
+        ? Promise.reject(new Error("NOSCRIPT: read the source"))
+        : client.command(
+          args[0] === "EVAL"
+            ? [args[0], shifted(args[1]!), ...args.slice(2)]
+            : args,
+        );
+    const options = {
+      requests: 20,
+      interval: 1000,
+      reserve: 0,
+      prefix: `failover:${crypto.randomUUID()}`,
+      command,
+    };
+    const fleet = [0, 1, 2].map(() => createRedisRateLimiter(options));
+    const start = Date.now(), end = start + 4000, failover = start + 1500;
+    let after = 0;
+    const caller = async (limiter: (typeof fleet)[number]) => {
+      while (Date.now() < end) {
+        const ticket = await limiter.take(undefined, "low");
+        if (Date.now() >= failover && Date.now() < end) after++;
+        await new Promise((answer) => setTimeout(answer, 10));
+        limiter.answered(ticket);
+      }
+    };
+    const failing = new Promise<void>((done) =>
+      setTimeout(async () => {
+        await client.command(["FLUSHALL"]);
+        behind = 30;
+        done();
+      }, failover - start)
+    );
+    try {
+      await Promise.all([
+        failing,
+        ...fleet.flatMap((limiter) =>
+          Array.from({ length: 5 }, () => caller(limiter))
+        ),
+      ]);
+      // 36 in those 2.5 s here, 26 before spacing (the window short after the flush), 0 with a spacing cut back.
+      ok(after >= options.requests, `${after} sent after the failover`);
+    } finally {
+      for (const limiter of fleet) await limiter[Symbol.asyncDispose]();
+      client.close();
+    }
+  },
+);

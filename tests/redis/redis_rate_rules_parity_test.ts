@@ -43,6 +43,8 @@ const steps = fc.array(
     count: fc.constantFrom(0, 1, 1, 1, 2, 3),
     answer: fc.option(fc.nat(), { nil: undefined }),
     refused: fc.boolean(),
+    // Its last grant dated on a clock far ahead of this one (a Redis failed over to one behind).
+    staleGrant: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
   }),
   { minLength: 1, maxLength: 120 },
 );
@@ -100,6 +102,9 @@ redisTest(
                 continue;
               }
               const sends = Array.from({ length: count }, () => `s${sent++}`);
+              if (move.staleGrant) {
+                lastGrant.set(`p${holder}`, now + 30 * limit.interval);
+              }
               const spacedUntil = (lastGrant.get(`p${holder}`) ?? -Infinity) +
                 slotShare(limit);
               const ask = {
