@@ -59,8 +59,8 @@ function checkShares(counts: readonly number[][], first: number) {
 }
 
 Deno.test("KV crawls that join a window another crawl filled get at least 1/(2N) of each window's background sends from its first roll on", async () => {
+  // Here [[18, 0, 0], [8, 5, 5], then [6, 6, 6] each window.
   const { counts } = await crawlJoined(600, 15, 6);
-  console.log(`background sends per window: ${JSON.stringify(counts)}`);
   checkShares(counts, 1);
 });
 
@@ -123,6 +123,22 @@ Deno.test("takeTurn() spaces an asker's sends while others wait in line, and onl
     limit,
   );
   ok(after.granted === 1);
+  // A share ahead (100 ms here) at most: further was dated on another clock (a Redis failed over to one behind).
+  const inLine = { ...behind.state, block: 0 };
+  const share = takeTurn(
+    inLine,
+    { ...ask, holder: "a", sends: ["a:2"], spacedUntil: 130 },
+    30,
+    limit,
+  );
+  ok(share.granted === 0 && share.wait === 100, `${share.wait}`);
+  const beyond = takeTurn(
+    inLine,
+    { ...ask, holder: "a", sends: ["a:2"], spacedUntil: 131 },
+    30,
+    limit,
+  );
+  ok(beyond.granted === 1 && beyond.wait === 0, `${beyond.wait}`);
 });
 
 Deno.test("a KV member whose clock stands still gets no send of it dated early by another member: never more than the limit at once (r207a F1: 38 of 20, its answers dated at the first sight of a take stamped the same)", async () => {

@@ -394,14 +394,10 @@ Deno.test("after 429s the reserve stays whole under the lowered cap, up to half 
 });
 
 Deno.test("a Redis limiter whose script answers more slots than asked, a reseed neither 0 nor 1, or none and no wait, takes it for a failing store: it paces alone and says rate.degraded; the script's write back (none and no wait, reseed 1) is an answer (attack r188b F2: 49 phantom sends a take; F3: 439 round trips a second; r191b F1; r190b F1: the write back refused, no process rejoined)", async () => {
-  const lies = [[50, 0, 1, "e", 0, 0], [0, 0, 1, "e", 0, 0], [
-    0,
-    0,
-    1,
-    "e",
-    2,
-    0,
-  ]];
+  const moreThanAsked = [50, 0, 1, "e", 0, 0];
+  const noneAndNoWait = [0, 0, 1, "e", 0, 0];
+  const reseedOf2 = [0, 0, 1, "e", 2, 0];
+  const lies = [moreThanAsked, noneAndNoWait, reseedOf2];
   const writeBack = (call: number) =>
     call === 0 ? [0, 0, 1, "e", 1, 0] : [1, 0, 1, "e", 0, 0];
   const cases = [

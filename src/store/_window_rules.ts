@@ -142,7 +142,7 @@ export function takeTurn(
   const ahead = place < 0 ? order.length : place;
   // While others wait in line, one send per turn: turns are fair.
   const most = order.length > (place < 0 ? 0 : 1) ? 1 : wanted.length;
-  // A spacing further ahead than a share was dated on another clock (a Redis failed over, behind): none.
+  // A spacing further ahead than a share was dated on another clock (a Redis failed over to one behind): none.
   const spacing = ask.spacedUntil ?? 0;
   const spacedUntil = order.some(([id]) => id !== holder) &&
       spacing <= now + slotShare(limit)

@@ -57,11 +57,14 @@ redisTest(
     const client = await connectRedis(redis.port);
     // The scripts read Redis's TIME shifted by `behind`: a failover to a host whose clock is behind.
     let behind = 0;
-    const shifted = (script: string) =>
-      script.replace(
-        "local time = redis.call('TIME')",
-        `local time = redis.call('TIME'); time = {tostring(tonumber(time[1]) - ${behind}), time[2]}`,
+    const shifted = (script: string) => {
+      const clock = "local time = redis.call('TIME')";
+      if (!script.includes(clock)) throw new Error("the script reads no clock");
+      return script.replace(
+        clock,
+        `${clock}; time = {tostring(tonumber(time[1]) - ${behind}), time[2]}`,
       );
+    };
     const command = (args: string[]) =>
       args[0] === "EVALSHA"
         ? Promise.reject(new Error("NOSCRIPT: read the source"))

@@ -43,8 +43,12 @@ const steps = fc.array(
     count: fc.constantFrom(0, 1, 1, 1, 2, 3),
     answer: fc.option(fc.nat(), { nil: undefined }),
     refused: fc.boolean(),
-    // Its last grant dated on a clock far ahead of this one (a Redis failed over to one behind).
-    staleGrant: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
+    // Its last grant dated on a clock ahead of this one (a Redis failed over to one behind), by so many ms past
+    // a share and over: around the bound, and far beyond it.
+    staleGrant: fc.option(fc.constantFrom(0, 1, 100, 1000, 30_000), {
+      freq: 9,
+      nil: undefined,
+    }),
   }),
   { minLength: 1, maxLength: 120 },
 );
@@ -102,8 +106,8 @@ redisTest(
                 continue;
               }
               const sends = Array.from({ length: count }, () => `s${sent++}`);
-              if (move.staleGrant) {
-                lastGrant.set(`p${holder}`, now + 30 * limit.interval);
+              if (move.staleGrant !== undefined) {
+                lastGrant.set(`p${holder}`, now + move.staleGrant);
               }
               const spacedUntil = (lastGrant.get(`p${holder}`) ?? -Infinity) +
                 slotShare(limit);
@@ -140,6 +144,7 @@ redisTest(
                   granted: Number(reply[0]),
                   wait: Number(reply[1]),
                   line: await lineOf(keys, now),
+                  now: Number(reply[5]),
                 },
                 {
                   granted: turn.granted,
@@ -148,6 +153,7 @@ redisTest(
                     .map(([id, , , live]) =>
                       `${id}${live === 0 ? " low" : ""}`
                     ),
+                  now,
                 },
                 JSON.stringify({ requests, reserve, ask, now }),
               );
