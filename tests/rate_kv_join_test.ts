@@ -162,11 +162,12 @@ Deno.test("a KV member whose clock stands still gets no send of it dated early b
       limiter.answered(ticket);
     };
     const run = async () => {
-      // The stopped member takes and answers at its one stamp; the other sees that stamp, then idles.
+      // The stopped member takes and answers at its one stamp; the other sees that stamp, then idles two intervals
+      // (fake time: drive() moves the clock).
       await send(stopped, 1);
       await sleep(50);
       await send(going, 1);
-      await sleep(2000);
+      await sleep(2 * limit.interval);
       // Later takes and answers of the stopped member carry the same stamp.
       const theirs = Array.from({ length: 19 }, () => send(stopped, 10));
       await sleep(30);
