@@ -199,8 +199,14 @@ async function* walk(folder: string): AsyncGenerator<{ path: string }> {
 }
 
 async function run(args: string[]): Promise<void> {
+  // Without a test's DENO_COVERAGE_DIR: covered, the TypeScript compiler ran
+  // twice as long (the build 15 s, 7 s without), and covers nothing of ours.
+  const env = Deno.env.toObject();
+  delete env.DENO_COVERAGE_DIR;
   const { code } = await new Deno.Command("deno", {
     args,
+    clearEnv: true,
+    env,
     stdout: "inherit",
     stderr: "inherit",
   }).output();
