@@ -1,7 +1,7 @@
 // openTelemetry() against a loopback token endpoint, through a meter that
 // keeps what it is given: the series a server can make.
 
-import { deepStrictEqual, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects } from "node:assert/strict";
 import { openTelemetry } from "../src/telemetry/otel.ts";
 import type {
   TelemetryAttributes,
@@ -37,14 +37,17 @@ function tokenEndpoint(quota: string) {
         { headers: { "Idp-Client-Quota-Limit": quota } },
       ),
   );
-  const options = {
-    tokenUrl: `http://127.0.0.1:${server.addr.port}/token`,
-    audience: "https://partner.example/api",
-    clientId: "id",
-    clientSecret: "secret",
-  };
-  return Object.assign(server, { options });
+  return Object.assign(server, {
+    options: tokenEndpoint.optionsAt(server.addr.port),
+  });
 }
+/** A provider's options for a token endpoint on loopback `port`. */
+tokenEndpoint.optionsAt = (port: number) => ({
+  tokenUrl: `http://127.0.0.1:${port}/token`,
+  audience: "https://partner.example/api",
+  clientId: "id",
+  clientSecret: "secret",
+});
 
 Deno.test("the quota gauge records only the buckets the service documents: a server sending 100 new bucket names creates no new series", async () => {
   const invented = Array.from(
@@ -118,6 +121,32 @@ Deno.test("a meter whose counter, or one bucket's gauge, throws costs that recor
   });
   await provider.getToken();
   deepStrictEqual(recorded, ["per_day"]);
+});
+
+Deno.test("a failed token request's span names its reason as error.type, the event's own (only a doc example reached it)", async () => {
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () => Response.json({ error: "invalid_client" }, { status: 401 }),
+  );
+  const spans: TelemetryAttributes[] = [];
+  const tracer: TelemetryTracer = {
+    startSpan: (_name, { attributes }) => {
+      spans.push(attributes);
+      return { setStatus: () => ({ end() {} }) };
+    },
+  };
+  const record = openTelemetry({ meter: recorder().meter, tracer });
+  const reasons: unknown[] = [];
+  const provider = createTokenProvider({
+    ...tokenEndpoint.optionsAt(server.addr.port),
+    onEvent: (event) => {
+      if (event.type === "token.request") reasons.push(event.reason);
+      record(event);
+    },
+  });
+  await rejects(provider.getToken());
+  ok(reasons.length > 0 && reasons.every((reason) => reason !== undefined));
+  deepStrictEqual(spans.map((attributes) => attributes["error.type"]), reasons);
 });
 
 /** A meter keeping each point of the histogram `name`: its unit, value and `attribute`. */
