@@ -80,3 +80,14 @@ Deno.test("sync CLI: a list whose items lack --id's field is --id's to fix (exit
   equal(result.code, 2, result.stderr);
   ok(result.stderr.includes("--id"), result.stderr);
 });
+
+// r212a F1: with no --sort-by the sync sorts by --id's field, so a wrong --id met a 400 first: exit 1, no word of --id.
+Deno.test("sync CLI: a wrong --id the service refuses to sort by (no --sort-by) is --id's to fix (exit 2, naming --id)", async () => {
+  await using api = await startFakePartnerApi({ items: { transactions: 4 } });
+  const target = await freshTarget("cli-sync-sort-id", "copy.db");
+  const args = ["sync", "transactions", "--to", target, "--no-cache"];
+  const result = await run([...args, "--id", "nope"], configFor(api));
+  equal(result.code, 2, result.stderr);
+  ok(result.stderr.includes("--id"), result.stderr);
+  equal((await run(args, configFor(api))).code, 0); // the list's own id field
+});

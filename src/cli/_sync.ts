@@ -14,6 +14,7 @@ import { isPermissionError } from "../core/_cause.ts";
 import { counted, itemsPerSecond } from "./_render.ts";
 import { SyncError, type SyncErrorReason } from "../sync/sync_error.ts";
 import { REDACTED } from "../core/_redact.ts";
+import { ApiError } from "../core/errors.ts";
 import { type SyncRequest, tableOf } from "./_sync_plan.ts";
 import { progressLine } from "./_sync_progress.ts";
 
@@ -185,6 +186,13 @@ function explained(
   // One whose words went whole: said by its reason, then made the tool's as the library's own words are.
   if (error instanceof SyncError && error.message === REDACTED) {
     error = withReason(error, request);
+  }
+  // With no --sort-by the sync sorts by --id's field, and a service refuses a field it does not sort by (r212a F1: a
+  // wrong --id was a bare 400, exit 1, no word of --id, where items lacking the field say so).
+  if (error instanceof ApiError && error.status === 400 && !request.sortBy) {
+    return new UsageError(
+      `${error.message}; the sync sorts by --id's field (${request.id}) unless --sort-by names another: give --id the field that holds each item's id`,
+    );
   }
   if (error instanceof SyncError) {
     if (error.reason === "too-many-deletes") {
