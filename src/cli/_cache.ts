@@ -29,7 +29,9 @@ export function openCache(
     return { notice: `no token cache at ${folder}` };
   }
   const refusal = notOwnFolder(folder);
-  if (refusal !== undefined) throw new UsageError(refusal);
+  if (refusal !== undefined) {
+    throw new UsageError(`${refusal}, or run with --no-cache`);
+  }
   // The run's clock, as its provider's: the lock is stamped and judged by it.
   return {
     store: createFileTokenStore({ folder, clientSecret, onNotice, now }),
@@ -84,7 +86,7 @@ function othersMayWrite(info: Deno.FileInfo): boolean {
 /** The one line of a refused cache: what to remove, or which folder to name instead. */
 function refusal(path: string, problem: string, folder: string): string {
   const what = path === folder ? "" : " in the token cache folder";
-  return `refusing the token cache: ${path}${what} ${problem}; remove it, or set PARTNER_API_CACHE_DIR (or XDG_CACHE_HOME) to a folder of your own, or run with --no-cache`;
+  return `refusing the token cache: ${path}${what} ${problem}; remove it, or set PARTNER_API_CACHE_DIR (or XDG_CACHE_HOME) to a folder of your own`;
 }
 
 /** The owner of a file this process creates in `folder`, removed at once. */
@@ -114,12 +116,18 @@ function cacheFolder(): string | undefined {
   return home ? `${home}/.cache/partner-api` : undefined;
 }
 
-/** `cache clear`, `logout`: the line that says what was removed: every cached token, or those of `config` alone. */
+/**
+ * `cache clear`, `logout`: the line that says what was removed: every cached token, or those of `config` alone.
+ * @throws {UsageError} When the folder is not the user's alone (as {@linkcode openCache}).
+ */
 export async function clearCache(config?: PartnerApiConfig): Promise<string> {
   const folder = cacheFolder();
   if (folder === undefined) return "no token cache: nothing to clear";
   const missing = lacking(folder, ["write"]);
   if (missing) return `cannot clear the token cache: ${missing}`;
+  // Refused as every command refuses it: it was read and cleared there (r212a F2), through a link too.
+  const refusal = tried(() => Deno.lstatSync(folder)) && notOwnFolder(folder);
+  if (refusal) throw new UsageError(refusal);
   const removed = config === undefined
     ? await clearFileTokenStore(folder)
     : Number(

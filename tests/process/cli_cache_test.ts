@@ -141,7 +141,7 @@ const FOREIGN: [
 ];
 
 processTest(
-  "a cache folder or file another user made or may write, or a link, is refused in one line: 3 runs spend 0 tokens",
+  "a cache folder or file another user made or may write, or a link, is refused in one line: 3 runs spend 0 tokens, and cache clear and logout change nothing",
   async (t) => {
     if (!(await asAnotherUser("true"))) {
       console.warn("skipped: only root can act as a second local user here");
@@ -167,10 +167,31 @@ processTest(
           ok(stderr.includes(`${parent}/cache`), stderr);
         }
         equal(api.tokenRequests, 0);
+        // r212a F2: cache clear and logout read and cleared there (exit 0).
+        const before = await listing(parent);
+        for (const command of [["cache", "clear"], ["logout"]]) {
+          const { code, stderr } = await cli(flags(parent), command, env);
+          equal(code, 2, stderr);
+          equal(stderr.trimEnd().split("\n").length, 1, stderr);
+          ok(stderr.includes(`${parent}/cache`), stderr);
+        }
+        equal((await listing(parent)).join(), before.join());
       });
     }
   },
 );
+
+/** The paths below `folder`, links not followed. */
+async function listing(folder: string): Promise<string[]> {
+  const paths: string[] = [];
+  for await (const { name, isDirectory } of Deno.readDir(folder)) {
+    paths.push(name);
+    if (!isDirectory) continue;
+    const below = await listing(`${folder}/${name}`);
+    paths.push(...below.map((path) => `${name}/${path}`));
+  }
+  return paths.sort();
+}
 
 processTest(
   "the cache folder the tool creates is its user's alone (0700)",
