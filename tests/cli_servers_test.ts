@@ -379,28 +379,34 @@ Deno.test("get hides the access token where the API's error answer repeats it, w
   equal(sent.length, 3);
 });
 
-Deno.test("a 401 on a list names the command that clears the cached token, with the run's --env-file (a restarted fake knows no token it issued; the line said only to clear the cache)", async () => {
+Deno.test("a 401 on a list or a get names the command that clears the cached token, with the run's --env-file (a restarted fake knows no token it issued; the line said only to clear the cache; get's named no --env-file: r212c F4)", async () => {
   await using api = await startFakePartnerApi();
   const dir = await Deno.makeTempDir({ dir: ".test-tmp" });
   const env = { ...configFor(api), PARTNER_API_CACHE_DIR: dir };
   equal((await run(["token"], env)).code, 0);
-  // Refused, and refused again after the one renewal an hour allows.
-  const refused = { kind: "status", status: 401 } as const;
-  api.injectApiFaults(refused, refused);
-  const failed = await run(["list", "organizations"], env);
-  equal(failed.code, 1);
-  match(failed.stderr, /; partner-api cache clear removes the cached token\n$/);
   const file = `${dir}/fake.env`;
   const lines = Object.entries(configFor(api)).map(([k, v]) => `${k}=${v}\n`);
   await Deno.writeTextFile(file, lines.join(""));
-  api.injectApiFaults(refused, refused);
   const cache = { PARTNER_API_CACHE_DIR: dir };
-  const named = await run(["list", "organizations", "--env-file", file], cache);
-  equal(named.code, 1);
-  ok(
-    named.stderr.endsWith(
-      `cache clear --env-file ${file} removes the cached token\n`,
-    ),
-  );
+  // Refused, and refused again after the one renewal an hour allows.
+  const refused = { kind: "status", status: 401 } as const;
+  for (const command of [["list", "organizations"], ["get", "organizations"]]) {
+    api.injectApiFaults(refused, refused);
+    const failed = await run(command, env);
+    equal(failed.code, 1);
+    match(
+      failed.stderr,
+      /; partner-api cache clear removes the cached token\n$/,
+    );
+    api.injectApiFaults(refused, refused);
+    const named = await run([...command, "--env-file", file], cache);
+    equal(named.code, 1);
+    ok(
+      named.stderr.endsWith(
+        `cache clear --env-file ${file} removes the cached token\n`,
+      ),
+      named.stderr,
+    );
+  }
   await Deno.remove(dir, { recursive: true });
 });

@@ -351,7 +351,9 @@ Deno.test("`get` answered 401 after the token's one renewal of the hour says why
   equal(refused.code, 1);
   ok(refused.stderr.includes("answered 401"), refused.stderr);
   ok(
-    refused.stderr.includes("run deno run -A '/a b/mod.ts' cache clear"),
+    refused.stderr.endsWith(
+      "; deno run -A '/a b/mod.ts' cache clear removes the cached token\n",
+    ),
     refused.stderr,
   );
   equal(api.tokenRequests, 2);

@@ -6,7 +6,7 @@ import {
   TokenRequestError,
 } from "../core/errors.ts";
 import type { QuotaSnapshot } from "../token/mod.ts";
-import { programOf, type Session } from "./_session.ts";
+import type { Session } from "./_session.ts";
 import { Interrupted, runList } from "./_list.ts";
 import { readBounded } from "../core/_attempt_loop.ts";
 import { escapeControls, serverText } from "../core/_redact.ts";
@@ -168,19 +168,18 @@ async function runGet(session: Session, path: string, pci: boolean) {
   if (!response.ok) {
     const excerpt = serverText(text, session.secrets()).slice(0, 300);
     const said = excerpt ? `: ${excerpt}` : "";
-    // As a list's 401 says; the command to type is the tool's own.
-    const refused =
-      ` (the token was refused; a fresh one is asked for after a 401 once an hour at most: check the client's access to the path, or run ${
-        programOf(io.helpHint)
-      } cache clear after a fake restarted)`;
+    const answered = `GET ${where} answered ${response.status}${said}`;
+    // As a list's 401: the line ends with the command that clears the cached token, --env-file and all (r212c F4).
+    if (response.status === 401) {
+      const refused =
+        " (the token was refused; a fresh one is asked for after a 401 once an hour at most: check the client's access to the path)";
+      throw new ApiError(answered + refused, { status: 401, url: where });
+    }
     // Card data live on the card-data base (r176a F2: a bare 404, no word of --pci).
     const card = " (card data are on the card-data base: add --pci)";
-    const advice = response.status === 401
-      ? refused
-      : response.status === 404 && !pci && /^\/?cards(\/|\?|$)/.test(path)
-      ? card
-      : "";
-    throw new Error(`GET ${where} answered ${response.status}${said}${advice}`);
+    const cards = response.status === 404 && !pci &&
+      /^\/?cards(\/|\?|$)/.test(path);
+    throw new Error(answered + (cards ? card : ""));
   }
   if (!io.stdout.isTerminal) return io.stdout.write(text);
   // Escaped line by line: the layout's line breaks stay.
