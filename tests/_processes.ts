@@ -157,3 +157,16 @@ export function processTest(
     fn: (t) => withinDeadline(() => body(t)),
   });
 }
+
+/** Runs chattr on `path`; false where the file system or the user cannot (the test then says it skipped). */
+export async function chattr(
+  flag: "+i" | "-i",
+  path: string,
+): Promise<boolean> {
+  const run = new Command("chattr", {
+    args: [flag, path],
+    stdout: "null",
+    stderr: "null",
+  });
+  return (await run.output().catch(() => ({ success: false }))).success;
+}

@@ -29,6 +29,10 @@ export function openCache(
     return { notice: `no token cache at ${folder}` };
   }
   const refusal = notOwnFolder(folder);
+  // Its user's maybe, but read-only to this run (a mode, a mount): nothing can be kept, and nothing there is read.
+  if (refusal === null) {
+    return { notice: `running without the token cache: ${unwritable(folder)}` };
+  }
   if (refusal !== undefined) {
     throw new UsageError(`${refusal}, or run with --no-cache`);
   }
@@ -39,11 +43,12 @@ export function openCache(
 }
 
 /**
- * Why `folder` is not this user's alone, in one line, or `undefined`. It is created 0700 if absent; it and every entry
- * must be no link, owned by this user (the owner of a file created there: `Deno.uid()` needs --allow-sys) and writable
- * by nobody else, or another local user could read or plant the token files, or hold their lock.
+ * Why `folder` is not this user's alone, in one line, or `undefined`; `null` where no file can be made in it (whose it
+ * is cannot be told). It is created 0700 if absent; it and every entry must be no link, owned by this user (the owner
+ * of a file created there: `Deno.uid()` needs --allow-sys) and writable by nobody else, or another local user could
+ * read or plant the token files, or hold their lock.
  */
-function notOwnFolder(folder: string): string | undefined {
+function notOwnFolder(folder: string): string | null | undefined {
   // It exists (checked below), or cannot be made.
   tried(() => Deno.mkdirSync(folder, { recursive: true, mode: 0o700 }));
   const info = tried(() => Deno.lstatSync(folder));
@@ -53,9 +58,10 @@ function notOwnFolder(folder: string): string | undefined {
     return refusal(folder, "is not a folder", folder);
   }
   // No probe through a link or into a folder others may write: refused anyway.
-  const own = info.isSymlink || othersMayWrite(info)
-    ? undefined
-    : ownerOfNewFile(folder);
+  const foreign = problemOf(info, null);
+  if (foreign !== undefined) return refusal(folder, foreign, folder);
+  const own = ownerOfNewFile(folder);
+  if (own === undefined) return null;
   const problem = problemOf(info, own);
   if (problem !== undefined) return refusal(folder, problem, folder);
   for (const entry of Deno.readDirSync(folder)) {
@@ -67,12 +73,11 @@ function notOwnFolder(folder: string): string | undefined {
   return undefined;
 }
 
-/** What makes a cache path another's to control, if anything. */
-function problemOf(info: Deno.FileInfo, own: number | null | undefined) {
+/** What makes a cache path another's to control, if anything; `own`, the user's id (`null`: not to be judged). */
+function problemOf(info: Deno.FileInfo, own: number | null) {
   if (info.isSymlink) return "is a link";
   if (othersMayWrite(info)) return "is writable by other users";
-  // `null`: a system without owners (Windows); `undefined`: none could be made.
-  if (own === undefined) return "is not writable by you";
+  // `null` too on a system without owners (Windows).
   if (own !== null && info.uid !== own) {
     return `is owned by another user (uid ${info.uid})`;
   }
@@ -88,6 +93,9 @@ function refusal(path: string, problem: string, folder: string): string {
   const what = path === folder ? "" : " in the token cache folder";
   return `refusing the token cache: ${path}${what} ${problem}; remove it, or set PARTNER_API_CACHE_DIR (or XDG_CACHE_HOME) to a folder of your own`;
 }
+
+const unwritable = (folder: string) =>
+  `no file can be made in ${folder} (read-only to you)`;
 
 /** The owner of a file this process creates in `folder`, removed at once. */
 function ownerOfNewFile(folder: string): number | null | undefined {
@@ -123,10 +131,14 @@ function cacheFolder(): string | undefined {
 export async function clearCache(config?: PartnerApiConfig): Promise<string> {
   const folder = cacheFolder();
   if (folder === undefined) return "no token cache: nothing to clear";
-  const missing = lacking(folder, ["write"]);
-  if (missing) return `cannot clear the token cache: ${missing}`;
+  // Nothing removed is a failure, not a done (r212c F1: exit 0, the tokens left).
+  const missing = lacking(folder, ["read", "write"]);
+  if (missing) throw new UsageError(`cannot clear the token cache: ${missing}`);
   // Refused as every command refuses it: it was read and cleared there (r212a F2), through a link too.
   const refusal = tried(() => Deno.lstatSync(folder)) && notOwnFolder(folder);
+  if (refusal === null) {
+    throw new UsageError(`cannot clear the token cache: ${unwritable(folder)}`);
+  }
   if (refusal) throw new UsageError(refusal);
   const removed = config === undefined
     ? await clearFileTokenStore(folder)

@@ -10,7 +10,7 @@ import type { FakePartnerApi } from "../../src/testing/mod.ts";
 import { configFor } from "../_cli_helpers.ts";
 import { cli, cliCommand } from "./_cli_process.ts";
 import { scratchDir } from "./_fleet.ts";
-import { Command, processTest } from "../_processes.ts";
+import { chattr, Command, processTest } from "../_processes.ts";
 
 /** The permissions of `deno task cli`, with the cache in `folder`. */
 function flags(folder: string): string[] {
@@ -192,6 +192,44 @@ async function listing(folder: string): Promise<string[]> {
   }
   return paths.sort();
 }
+
+// r212c F1 and F2: a folder of the user's that is read-only (a mode, a mount) stopped every command (exit 2, "not
+// writable by you"), and cache clear without permission to clear said so with exit 0, the tokens left.
+processTest(
+  "a cache folder no file can be made in runs uncached with one notice; cache clear and logout exit 2 there, and without permission, changing nothing",
+  async () => {
+    await using api = await startFakePartnerApi();
+    const parent = await scratchDir();
+    const folder = `${parent}/cache`;
+    const env = { ...configFor(api), PARTNER_API_CACHE_DIR: folder };
+    equal((await cli(flags(parent), ["token"], env)).code, 0); // cached
+    const before = await listing(folder);
+    const readOnly = flags(parent).filter((f) => !f.startsWith("--allow-w"));
+    for (const command of [["cache", "clear"], ["logout"]]) {
+      const { code, stderr } = await cli(readOnly, command, env);
+      equal(code, 2, stderr);
+      equal(stderr.trimEnd().split("\n").length, 1, stderr);
+    }
+    if (!await chattr("+i", folder)) { // root writes through any mode
+      console.warn("skipped: chattr +i is not available here");
+      return;
+    }
+    try {
+      const { code, stderr } = await cli(flags(parent), ["token"], env);
+      equal(code, 0, stderr);
+      equal(stderr.trimEnd().split("\n").length, 1, stderr);
+      ok(stderr.includes("running without the token cache"), stderr);
+      equal(api.tokenRequests, 2);
+      for (const command of [["cache", "clear"], ["logout"]]) {
+        const cleared = await cli(flags(parent), command, env);
+        equal(cleared.code, 2, cleared.stderr);
+      }
+    } finally {
+      await chattr("-i", folder);
+    }
+    equal((await listing(folder)).join(), before.join());
+  },
+);
 
 processTest(
   "the cache folder the tool creates is its user's alone (0700)",

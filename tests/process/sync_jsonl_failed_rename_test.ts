@@ -11,17 +11,7 @@ import {
   type SyncWriteContext,
 } from "../../src/sync/mod.ts";
 import { freshTarget } from "../_sync_fake.ts";
-import { processTest } from "../_processes.ts";
-
-/** Runs chattr on `path`; false where the file system or the user cannot (the test then says it skipped). */
-async function chattr(flag: "+i" | "-i", path: string): Promise<boolean> {
-  const run = new Deno.Command("chattr", {
-    args: [flag, path],
-    stdout: "null",
-    stderr: "null",
-  });
-  return (await run.output().catch(() => ({ success: false }))).success;
-}
+import { chattr, processTest } from "../_processes.ts";
 
 const checkpoint = (offset: number, more = {}): SyncCheckpoint => ({
   version: 1,
