@@ -220,11 +220,13 @@ Deno.test("a failure is printed without the client secret read from --env-file, 
   await Deno.remove(to).catch(() => {});
 });
 
-Deno.test("a command line refused before --env-file is read never prints the secret the file holds, whatever flag or word it was pasted into", async () => {
+Deno.test("a command line refused before --env-file is read never prints the secret the file holds, whatever flag or word it was pasted into, nor where the run may not read the file (r212c F3: the flag's line quoted it)", async () => {
   const secret = "s3cr3t-pasted-flag-5150";
   const file = `PARTNER_API_CLIENT_SECRET=${secret}\n`;
   const readTextFile = (path: string) =>
-    path === "ci.env" ? Promise.resolve(file) : Promise.reject(new Error(path));
+    path === "ci.env" ? Promise.resolve(file) : Promise.reject(
+      new (path === "locked.env" ? Deno.errors.NotCapable : Error)(path),
+    );
   const sync = ["sync", "things", "--to", "a.db"];
   const pasted = [
     ...["sweep", "limit", "max-deletes", "priority", "deletes", "max-duration"]
@@ -237,7 +239,8 @@ Deno.test("a command line refused before --env-file is read never prints the sec
     [secret],
   ];
   for (const args of pasted) {
-    for (const named of [["--env-file", "ci.env"], ["--env-file=ci.env"]]) {
+    const files = [["--env-file", "ci.env"], ["--env-file=ci.env"]];
+    for (const named of [...files, ["--env-file", "locked.env"]]) {
       const refused = await run([...args, ...named], {}, undefined, {
         readTextFile,
       });

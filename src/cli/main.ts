@@ -57,11 +57,15 @@ export async function main(
     planned = plan(args);
     return await carryOut(planned, run, opened);
   } catch (error) {
-    // A line refused before --env-file was read: the secret the file holds is kept out of what is printed all the same.
+    let failure = error;
+    // A line refused before --env-file was read: the secret the file holds is kept out of what is printed all the same;
+    // a file this run cannot read is what it is told, as the line may quote the secret unknown (r212c F3).
     if (planned === undefined) {
       const options = { options: FLAGS, strict: false, allowNegative: true };
       const { values } = parseArgs({ args, ...options });
-      await addEnvFile(run, values["env-file"]).catch(() => {});
+      await addEnvFile(run, values["env-file"]).catch((unread) => {
+        failure = unread;
+      });
     }
     const verbose = !!planned && "verbose" in planned && planned.verbose;
     // With --no-cache too: the token an earlier run cached (read, never used; no folder made) may be in the line.
@@ -69,7 +73,7 @@ export async function main(
     const envFile = planned && "envFile" in planned
       ? planned.envFile
       : undefined;
-    return reportFailure(error, run, { verbose, tokens, envFile });
+    return reportFailure(failure, run, { verbose, tokens, envFile });
   }
 }
 
