@@ -104,6 +104,10 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
       "--sort-by must be a field name: received -",
     ],
     [["list"], "list needs a <path>, e.g. transactions"],
+    // An empty path is none: get sent GET /api/ (a 404, exit 1), list read the configuration first (r212c F6).
+    [["list", ""], "list needs a <path>, e.g. transactions"],
+    [["get", " "], "get needs a <path>, e.g. organizations"],
+    [["sync", "", "--to", "a.db"], "sync needs a <list>, e.g. transactions"],
     [["list", "a", "b"], "unexpected argument: b"],
     [["token", "--limit", "5"], "token takes no --limit"],
     [["logout", "--limit", "5"], "logout takes no --limit"],

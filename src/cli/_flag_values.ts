@@ -100,10 +100,10 @@ export function sortField(value: string | undefined) {
   );
 }
 
-/** The one argument a command takes. @throws {UsageError} With `missing` when there is none, and for a second one. */
+/** The one argument a command takes. @throws {UsageError} With `missing` when there is none (or a blank one), and for a second. */
 export function onePositional(positionals: readonly string[], missing: string) {
   const [first, more] = positionals;
-  if (first === undefined) throw new UsageError(missing);
+  if (!first?.trim()) throw new UsageError(missing);
   if (more !== undefined) throw new UsageError(`unexpected argument: ${more}`);
   return first;
 }
