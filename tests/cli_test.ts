@@ -108,6 +108,10 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
     [["list", ""], "list needs a <path>, e.g. transactions"],
     [["get", " "], "get needs a <path>, e.g. organizations"],
     [["sync", "", "--to", "a.db"], "sync needs a <list>, e.g. transactions"],
+    [
+      ["sync", "things", "--to", "postgres://u:pw-Hunter2@db/copy.db"],
+      "--to takes a file, not an address",
+    ],
     [["list", "a", "b"], "unexpected argument: b"],
     [["token", "--limit", "5"], "token takes no --limit"],
     [["logout", "--limit", "5"], "logout takes no --limit"],
@@ -132,6 +136,7 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
       ok(result.stderr.startsWith("partner-api: "), result.stderr);
       ok(result.stderr.includes(message), result.stderr);
       ok(!result.stderr.includes("    at "), "no stack trace");
+      ok(!result.stderr.includes("Hunter2"), "no password of an address");
     });
   }
 });

@@ -63,6 +63,12 @@ export function syncRequest(rest: readonly string[], values: Values) {
 
 /** The copy `--to` names, and its kind by its extension. */
 function copyOf(target = ""): { target: string; kind: "sqlite" | "jsonl" } {
+  // A database's address, its password often in it: not quoted (r212c F7: `postgres://u:pass@host/db` was).
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(target)) {
+    throw new UsageError(
+      "--to takes a file, not an address: a PostgreSQL copy is made with the library's createPostgresSink (docs/sync.md)",
+    );
+  }
   if (/\.(db|sqlite3?)$/i.test(target)) return { target, kind: "sqlite" };
   if (/\.(jsonl|ndjson)$/i.test(target)) return { target, kind: "jsonl" };
   throw new UsageError(
