@@ -3,6 +3,7 @@
 // items in place, by hand (`update`) and per request (`churn.update`).
 
 import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import fc from "fast-check";
 import { createClient } from "../src/client/mod.ts";
 import {
   createFakePartnerService,
@@ -181,4 +182,51 @@ Deno.test("churn.append into an empty list of organizations or cardholders adds 
       equal(item.transactionID, undefined);
     }
   }
+});
+
+// r213b F1: items the fake added were dated a second apart after its newest, ahead of its clock: 60 inserted at a
+// fixed clock ended a minute after it, and a churn's appends crept forward with every request.
+Deno.test("items the fake adds (insertTransactions, churn.append) are never dated after its clock, and sort after every item before them, for any clock moves", async () => {
+  const step = fc.record({
+    move: fc.integer({ min: -3_000, max: 5_000 }), // ms; the clock may step back
+    insert: fc.integer({ min: 0, max: 40 }),
+  });
+  const property = fc.asyncProperty(
+    fc.integer({ min: 0, max: 5 }), // churn.append per list request
+    fc.array(step, { minLength: 1, maxLength: 6 }),
+    async (append, steps) => {
+      let now = NOW;
+      await using api = await startFakePartnerApi({
+        items: { transactions: 5 },
+        churn: { append },
+        now: () => now,
+      });
+      const client = createClient({
+        environment: api.environment,
+        ...api.credentials,
+      });
+      const read = () =>
+        Array.fromAsync(client.list<Transaction>("transactions", {
+          sortBy: "transactionID",
+          limit: 1000,
+        }));
+      let before = await read();
+      for (const { move, insert } of steps) {
+        now += move;
+        api.insertTransactions(insert);
+        const after = await read();
+        const dates = (items: Transaction[]) =>
+          items.map((t) => Date.parse(t.creationDate));
+        const old = new Set(before.map((t) => t.transactionID));
+        const added = dates(after.filter((t) => !old.has(t.transactionID)));
+        const latest = Math.max(...dates(before));
+        for (const date of added) {
+          ok(date <= Math.max(now, latest), `${date - now} ms after the clock`);
+          ok(date >= latest, `${latest - date} ms before the newest`);
+        }
+        before = after;
+      }
+    },
+  );
+  await fc.assert(property, { numRuns: 10 });
 });

@@ -76,15 +76,18 @@ export function appendItems(
   random: () => number,
 ): void {
   if (count === 0) return;
-  // After every item listed so far, as a service's clock dates them: new items come last (an item dated before a
-  // removed newest one sorted behind a copy's newest row).
-  let newest = resource.items.reduce(
-    (at, item) => Math.max(at, Date.parse(String(item.creationDate)) + 1000),
-    Math.max(now, (resource.appended ?? -Infinity) + 1000),
+  // At or after every item listed so far (an item dated before a removed newest one sorted behind a copy's newest row),
+  // ties coming after by id, and spread up to the clock's now: none after it (r213b F1: a second each, a minute ahead).
+  const latest = resource.items.reduce(
+    (at, item) => Math.max(at, Date.parse(String(item.creationDate))),
+    resource.appended ?? -Infinity,
   );
+  const from = Number.isFinite(latest) ? latest : now - count * 1000;
+  const step = Math.max(0, now - from) / count;
   const prefix = resource.name === "organizations" ? "org" : "ch";
-  for (let i = 0; i < count; i++, newest += 1000) {
+  for (let i = 0; i < count; i++) {
     const n = ++resource.serial;
+    const newest = Math.floor(from + step * (i + 1));
     const creationDate = new Date(newest).toISOString();
     // A new transaction is drawn whole; another list's is shaped as one it holds (in an empty one, as its first was).
     const model =

@@ -205,7 +205,8 @@ export interface FakeRateLimit {
  */
 export interface FakeChurn {
   /**
-   * Items added at the end of every order new items end (ids, newest creation dates).
+   * Items added at the end of every order new items end (ids, newest creation dates: up to the fake's clock, as by
+   * `insertTransactions`).
    * @default {0}
    */
   append?: number;

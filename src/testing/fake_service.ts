@@ -72,7 +72,8 @@ export interface FakeControls {
   /** Queues faults for the next API requests, after those already queued, checked as by `injectTokenFaults`. */
   injectApiFaults(...faults: FakeFault[]): void;
   /**
-   * Adds `count` transactions newer than all others, as if created now (the head of `DESC` moves).
+   * Adds `count` transactions after all others, as if created now (the head of `DESC` moves): dated from the newest up
+   * to the fake's clock, never after it (at the newest's date where the clock is behind it: a tie sorts them after by id).
    * @throws {RangeError} (`option: "count"`) For a count that is not a non-negative integer.
    */
   insertTransactions(count: number): void;
