@@ -263,3 +263,20 @@ Deno.test("the fake's 429 names its window as the service words it: '1 second', 
     "Sending more than 2 requests in 5 minutes is not allowed",
   ]);
 });
+
+// r213b F2, F3: a default of 50 past a maxLimit of 10 was refused (400), and a page cut to maxLimit said the limit asked.
+Deno.test("the fake's page size: its default within maxLimit, and the envelope's limit the size it served, cut or default", async () => {
+  const cases = [
+    [{ maxLimit: 10 }, "transactions", 10],
+    [{ maxLimit: 3, beyondMaxLimit: "cut" }, "transactions?limit=5&page=2", 3],
+    [{}, "transactions", 50],
+  ] as const;
+  for (const [options, path, limit] of cases) {
+    const fake = inProcess({ items: { transactions: 60 }, ...options });
+    const answer = await fake.client.fetch(path);
+    equal(answer.status, 200, path);
+    const body = await answer.json();
+    deepStrictEqual([body.limit, body.transactions.length], [limit, limit]);
+    fake.service.close();
+  }
+});

@@ -194,13 +194,14 @@ interface ListServing {
   readonly cutAtMax: boolean;
 }
 
-/** The page `params` asks for, sorted as the service sorts. */
+/** The page `params` asks for, sorted as the service sorts, and its size (`limit` as served). */
 function pageOf(
   resource: ListResource,
   params: URLSearchParams,
   { maxLimit, cutAtMax }: ListServing,
-): readonly Item[] {
-  const asked = readInteger(params, "limit", 50);
+): { items: readonly Item[]; limit: number } {
+  // Its own default within its largest (r213b F3: 50 past a maxLimit of 10 was refused).
+  const asked = readInteger(params, "limit", Math.min(50, maxLimit));
   // Some services cut a page to their largest size instead of refusing it.
   const limit = cutAtMax ? Math.min(asked, maxLimit) : asked;
   if (limit > maxLimit) {
@@ -221,7 +222,7 @@ function pageOf(
   const sorted = resource.sorted.get(key) ??
     resource.items.toSorted(orderOf(resource, key));
   resource.sorted.set(key, sorted);
-  return sorted.slice((page - 1) * limit, page * limit);
+  return { items: sorted.slice((page - 1) * limit, page * limit), limit };
 }
 
 /** One page of a list, as the service sends it. */
@@ -234,18 +235,19 @@ export function answerList(
   if (resource === undefined) return json(404, { error: "not_found" });
   serving.churn?.(resource);
   const params = new URL(request.url).searchParams;
-  let page: readonly Item[];
+  let page: ReturnType<typeof pageOf>;
   try {
     page = pageOf(resource, params, serving);
   } catch (error) {
     if (!(error instanceof BadQuery)) throw error;
     return json(400, { error: "bad_request", message: error.message });
   }
-  if (serving.listEnvelope === "array") return json(200, page);
+  if (serving.listEnvelope === "array") return json(200, page.items);
+  // The size served, cut or default too (r213b F2: the limit asked, over a page cut to maxLimit).
   return json(200, {
-    [name]: page,
+    [name]: page.items,
     page: Number(params.get("page") ?? 1),
-    limit: Number(params.get("limit") ?? 50),
+    limit: page.limit,
   });
 }
 

@@ -35,7 +35,7 @@ export interface FakePartnerServiceOptions {
    */
   now?: () => number;
   /**
-   * Whether a 429 carries `Retry-After` (the real service is not known to).
+   * Whether the token endpoint's 429 carries `Retry-After` (the real service is not known to; `apiRateLimit`'s never).
    * @default {false}
    */
   retryAfter?: boolean;

@@ -61,7 +61,7 @@ export interface FakeControls {
   readonly tokenRequests: number;
   /** Tokens issued so far. */
   readonly tokensIssued: number;
-  /** Requests to the API and card-data origins so far, answered or rejected. */
+  /** Requests for a list of the API and card-data origins so far, answered or rejected (a path naming none: not). */
   readonly apiRequests: number;
   /**
    * Queues faults for the next token requests, after those already queued.
