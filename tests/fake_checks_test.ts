@@ -218,6 +218,7 @@ Deno.test("the fake refuses at start an onRequest that is not a function, tokenB
       [{ onRequest: 5 }, TypeError, "onRequest"],
       [{ tokenBodyFormats: "json" }, TypeError, "tokenBodyFormats"],
       [{ tokenBodyFormats: ["xml"] }, TypeError, "tokenBodyFormats"],
+      [{ tokenBodyFormats: [] }, TypeError, "tokenBodyFormats"], // r213b F10: every token request refused
       [{ faults: "drop" }, TypeError, "faults"],
       // A mistyped fault answered a 500 of its own, which a test took for the one it scripted.
       [{ faults: [null] }, TypeError, "faults[0]"],

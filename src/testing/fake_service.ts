@@ -317,8 +317,10 @@ function serviceState(options: FakePartnerServiceOptions) {
 
 /** The `tokenBodyFormats` option: an array of "json" and "form", each checked as `oneOf` checks one. */
 function bodyFormats(formats: readonly ("json" | "form")[]) {
-  if (!Array.isArray(formats)) {
-    throw typeError(CONTEXT, "tokenBodyFormats", "must be an array");
+  // An empty one took no token request, each refused "Content-Type must be " (r213b F10).
+  if (!Array.isArray(formats) || formats.length === 0) {
+    const rule = "must be an array of one or both of json and form";
+    throw typeError(CONTEXT, "tokenBodyFormats", rule);
   }
   // `?? null`: oneOf takes undefined for its default, and a hole is no format.
   for (const format of formats) {
