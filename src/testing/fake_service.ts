@@ -144,7 +144,7 @@ const MS = `positive ${WHOLE}` as const;
  * @throws {RangeError} (`option`) When a lifetime, quota, size, seed (an integer) or time (≤ 2,147,483,647 ms) is out of range.
  * @throws {TypeError} (`option`) When `now` is not a function, a credential not a non-empty string,
  * `retryAfter` not a boolean, `beyondMaxLimit` neither `"refuse"` nor `"cut"`, `apiRateLimit` lacks `requests` or `interval`,
- * `tokenBodyFormats` holds other than `"json"` and `"form"`, or `faults` is not an array.
+ * `tokenBodyFormats` is empty or holds other than `"json"` and `"form"`, or `faults` is not an array.
  *
  * @example Serving it with Deno.serve on a port of your choice
  * ```ts
