@@ -280,3 +280,23 @@ Deno.test("the fake's page size: its default within maxLimit, and the envelope's
     fake.service.close();
   }
 });
+
+// r213b F6: an API fault answered as the token endpoint does: its quota header, an OAuth error, a token's first bytes.
+Deno.test("an injected API fault is shaped as an API answer: no quota header, no OAuth error, no token's bytes", async () => {
+  await using api = await startFakePartnerApi();
+  const token = await requestToken({ ...api.environment, ...api.credentials });
+  const get = () =>
+    fetch(new URL("organizations", api.environment.baseUrl), {
+      headers: { authorization: `Bearer ${token.accessToken}` },
+    });
+  api.injectApiFaults({ kind: "status", status: 503 }, { kind: "drop" });
+  const failed = await get();
+  equal(failed.status, 503);
+  equal(failed.headers.get(QUOTA_HEADER), null);
+  equal("error_description" in await failed.json(), false);
+  const dropped = await get();
+  const reader = dropped.body!.getReader();
+  const first = new TextDecoder().decode((await reader.read()).value);
+  ok(!first.includes("access_token"), first);
+  await rejects(reader.read()); // cut
+});

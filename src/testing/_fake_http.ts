@@ -20,6 +20,14 @@ export type Decorate = (
   headers?: Readonly<Record<string, string>>,
 ) => Response;
 
+/** Sets `headers` on `response`: an API answer's decoration (the token endpoint's adds its quota header). */
+export const withHeaders: Decorate = (response, headers = {}) => {
+  for (const [name, value] of Object.entries(headers)) {
+    response.headers.set(name, value);
+  }
+  return response;
+};
+
 /** The bound of a fault's `delay` (`ms`) and `retryAfter`: like every wait's (a timer takes a longer one as 1 ms). */
 const FAULT_BOUNDS = [
   ["ms", "non-negative whole time in ms, at most 2147483647"],
@@ -109,18 +117,27 @@ export function pause(ms: number, closing: AbortSignal): Promise<void> {
   return ms > 0 ? delay(ms, closing).catch(() => {}) : Promise.resolve();
 }
 
-/** The answer `fault` (if any) makes of a request that `answer` would answer. */
+/**
+ * The answer `fault` (if any) makes of a request that `answer` would answer: shaped as the token endpoint's, or with
+ * `api` as the API's (r213b F6: an API fault carried the quota header, an OAuth error, a token's first bytes).
+ */
 export async function faultyAnswer(
   fault: FakeFault | undefined,
   answer: () => Response | Promise<Response>,
-  { decorate, closing }: { decorate: Decorate; closing: AbortController },
+  { decorate, closing, api = false }: {
+    decorate: Decorate;
+    closing: AbortController;
+    api?: boolean;
+  },
 ): Promise<Response> {
   switch (fault?.kind) {
     case undefined:
       return await answer();
     case "status":
       return decorate(
-        oauthError(fault.status, "server_error", "Injected fault"),
+        api
+          ? json(fault.status, { error: "injected", message: "Injected fault" })
+          : oauthError(fault.status, "server_error", "Injected fault"),
         fault.retryAfter === undefined
           ? fault.headers
           : { ...fault.headers, "retry-after": String(fault.retryAfter) },
@@ -129,7 +146,7 @@ export async function faultyAnswer(
       await pause(fault.ms, closing.signal);
       return await answer();
     case "drop":
-      return droppedAnswer();
+      return droppedAnswer(api ? '{"items":[' : '{"access_token":"');
     case "body":
       return decorate(
         new Response(fault.body, {
@@ -145,13 +162,13 @@ export async function faultyAnswer(
  * A 200 answer whose connection is cut after a few bytes of its body: the stream errors, which every server takes for
  * a cut (a close short of `content-length` only Deno did; Bun and workerd sent a whole short body of their own length).
  */
-function droppedAnswer(): Response {
+function droppedAnswer(start: string): Response {
   let sent = false;
   return new Response(
     new ReadableStream({
       pull(controller) {
         if (sent) return controller.error(new Error("dropped by the fake"));
-        controller.enqueue(new TextEncoder().encode('{"access_token":"'));
+        controller.enqueue(new TextEncoder().encode(start));
         sent = true;
       },
     }),

@@ -7,7 +7,13 @@ import {
   quotaResetAfter,
 } from "../core/quota.ts";
 import { fieldsOf } from "../core/_check.ts";
-import { type Decorate, json, oauthError, randomText } from "./_fake_http.ts";
+import {
+  type Decorate,
+  json,
+  oauthError,
+  randomText,
+  withHeaders,
+} from "./_fake_http.ts";
 import type { FakeCredentials } from "./fake_options.ts";
 
 interface TokenEndpointSetup extends FakeCredentials {
@@ -31,12 +37,9 @@ export function fakeTokenEndpoint(setup: TokenEndpointSetup) {
   const tokens = new Map<string, number>(); // token → epoch ms of its expiry
   let issued = 0;
   /** Sets the quota header as it stands now, then `headers`, on `response`. */
-  const withQuota: Decorate = (response, headers = {}) => {
+  const withQuota: Decorate = (response, headers) => {
     response.headers.set(QUOTA_HEADER, formatQuotaHeader(quota.buckets()));
-    for (const [name, value] of Object.entries(headers)) {
-      response.headers.set(name, value);
-    }
-    return response;
+    return withHeaders(response, headers);
   };
   return {
     async answer(request: Request): Promise<Response> {

@@ -121,8 +121,9 @@ export interface FakeCredentials {
 }
 
 /**
- * A scripted misbehaviour for one request, in order: `status` answers it with an OAuth error body
- * (and `Retry-After`: `retryAfter`, whole seconds up to 2,147,483, if given); `delay` waits `ms`, then answers; `drop` cuts a 200 mid-body;
+ * A scripted misbehaviour for one request, in order: `status` answers it with an error body (the token endpoint's an
+ * OAuth error with its quota header, the API's `{"error":"injected","message":...}`), and `Retry-After`: `retryAfter`,
+ * whole seconds up to 2,147,483, if given; `delay` waits `ms`, then answers; `drop` cuts a 200 mid-body;
  * `body` answers 200 (or `status`) with exactly this body. `headers` are set last.
  *
  * @example A flaky token endpoint

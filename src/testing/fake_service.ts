@@ -27,6 +27,7 @@ import {
   json,
   pause,
   randomText,
+  withHeaders,
 } from "./_fake_http.ts";
 import { fakeTokenEndpoint, quotaCounter } from "./_fake_token.ts";
 import { SERVICE_OPTIONS } from "./_service_options.ts";
@@ -266,7 +267,8 @@ async function answerApi(
     }
     return route(name);
   };
-  return await faultyAnswer(state.apiFaults.shift(), answer, state);
+  const api = { decorate: withHeaders, closing: state.closing, api: true };
+  return await faultyAnswer(state.apiFaults.shift(), answer, api);
 }
 
 /** What the service's handlers share: its parts, from its checked options. */
