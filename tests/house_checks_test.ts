@@ -340,3 +340,22 @@ Deno.test("versions: a place whose version differs from deno.json's fails the ch
   );
   equal(versionProblems({ "deno.json": undefined }).length, 1);
 });
+
+// r214b N1: deno.json's nodeModulesDir is "manual", so from a fresh clone `deno task build` (and test:unit, check)
+// failed on the first npm package it imported, asking for `deno install`.
+Deno.test("tasks: each that tests, benches or runs a tool importing npm packages installs the lockfile's first", async () => {
+  const config = JSON.parse(await Deno.readTextFile("deno.json"));
+  const commands = Object.entries(config.tasks).map(([name, task]) =>
+    [
+      name,
+      typeof task === "string" ? task : (task as { command: string }).command,
+    ] as const
+  );
+  const needing = commands.filter(([, command]) =>
+    /\bdeno (test|bench)\b|tools\/(build|shape)\.ts/.test(command)
+  );
+  ok(needing.length >= 8, String(needing.length));
+  for (const [name, command] of needing) {
+    ok(command.startsWith("deno install --quiet && "), name);
+  }
+});
