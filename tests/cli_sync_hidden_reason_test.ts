@@ -90,4 +90,9 @@ Deno.test("sync CLI: a wrong --id the service refuses to sort by (no --sort-by) 
   equal(result.code, 2, result.stderr);
   ok(result.stderr.includes("--id"), result.stderr);
   equal((await run(args, configFor(api))).code, 0); // the list's own id field
+  // Another 400 stays the service's (exit 1): r214a F1, a page size refused blamed --id.
+  await using small = await startFakePartnerApi({ maxLimit: 40 });
+  const refused = await run(args, configFor(small));
+  equal(refused.code, 1, refused.stderr);
+  ok(!refused.stderr.includes("--id"), refused.stderr);
 });

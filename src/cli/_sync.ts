@@ -176,6 +176,15 @@ async function checkFolder(target: string): Promise<void> {
   if (problem !== undefined) throw new UsageError(`--to ${target}: ${problem}`);
 }
 
+/** The message of the service's 400 to sorting by --id's field (the sync's sort without --sort-by), if it is one. */
+function sortRefused(error: unknown, { sortBy }: SyncRequest) {
+  const refused = error instanceof ApiError && error.status === 400 && !sortBy;
+  // Its own words name the parameter; the address always does.
+  return refused && /sort_?by/i.test(error.bodyExcerpt ?? "")
+    ? error.message
+    : undefined;
+}
+
 /** The error as one line about `--to` where it is about the target: a copy this run cannot use or write (exit 2). */
 function explained(
   error: unknown,
@@ -188,10 +197,12 @@ function explained(
     error = withReason(error, request);
   }
   // With no --sort-by the sync sorts by --id's field, and a service refuses a field it does not sort by (r212a F1: a
-  // wrong --id was a bare 400, exit 1, no word of --id, where items lacking the field say so).
-  if (error instanceof ApiError && error.status === 400 && !request.sortBy) {
+  // wrong --id was a bare 400, exit 1, no word of --id, where items lacking the field say so); another 400 is the
+  // service's to say (r214a F1: a refused page size blamed --id).
+  const sortMessage = sortRefused(error, request);
+  if (sortMessage !== undefined) {
     return new UsageError(
-      `${error.message}; the sync sorts by --id's field (${request.id}) unless --sort-by names another: give --id the field that holds each item's id`,
+      `${sortMessage}; the sync sorts by --id's field (${request.id}) unless --sort-by names another: give --id the field that holds each item's id`,
     );
   }
   if (error instanceof SyncError) {
