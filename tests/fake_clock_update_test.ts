@@ -4,6 +4,7 @@
 
 import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
 import fc from "fast-check";
+import { inProcess } from "./_sync_fake.ts";
 import { createClient } from "../src/client/mod.ts";
 import {
   createFakePartnerService,
@@ -229,4 +230,29 @@ Deno.test("items the fake adds (insertTransactions, churn.append) are never date
     },
   );
   await fc.assert(property, { numRuns: 10 });
+});
+
+// r214a F6: an item a test put in without a date made the newest NaN, and new items went a day before the newest.
+Deno.test("an item put in with a date that does not parse does not move where the fake dates new items", async () => {
+  let now = NOW;
+  const fake = inProcess({ items: { transactions: 5 }, now: () => now });
+  const read = () =>
+    Array.fromAsync(
+      fake.client.list<Transaction>("transactions", { limit: 100 }),
+    );
+  fake.service.insert("transactions", { transactionID: "zz_manual" });
+  const before = await read();
+  now -= DAY;
+  fake.service.insertTransactions(3);
+  const old = new Set(before.map((t) => t.transactionID));
+  const after = await read();
+  const latest = Math.max(
+    ...before.map((t) => Date.parse(t.creationDate)).filter((d) => !isNaN(d)),
+  );
+  const added = after.filter((t) => !old.has(t.transactionID));
+  equal(added.length, 3);
+  for (const t of added) {
+    ok(Date.parse(t.creationDate) >= latest, t.creationDate);
+  }
+  fake.service.close();
 });

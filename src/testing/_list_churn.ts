@@ -68,7 +68,7 @@ export function churner(
   };
 }
 
-/** Adds `count` items, each newer than every other (one removed since too) and than `now`, with the next ids. */
+/** Adds `count` items with the next ids, dated at or after every other (one removed since too), up to `now`. */
 export function appendItems(
   resource: ListResource,
   count: number,
@@ -78,10 +78,11 @@ export function appendItems(
   if (count === 0) return;
   // At or after every item listed so far (an item dated before a removed newest one sorted behind a copy's newest row),
   // ties coming after by id, and spread up to the clock's now: none after it (r213b F1: a second each, a minute ahead).
-  const latest = resource.items.reduce(
-    (at, item) => Math.max(at, Date.parse(String(item.creationDate))),
-    resource.appended ?? -Infinity,
-  );
+  // A date that does not parse (an item a test put in) places nothing (r214a F6: it dated them all before the newest).
+  const latest = resource.items.reduce((at, item) => {
+    const date = Date.parse(String(item.creationDate));
+    return Number.isNaN(date) ? at : Math.max(at, date);
+  }, resource.appended ?? -Infinity);
   const from = Number.isFinite(latest) ? latest : now - count * 1000;
   const step = Math.max(0, now - from) / count;
   const prefix = resource.name === "organizations" ? "org" : "ch";
