@@ -108,10 +108,14 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
     [["list", ""], "list needs a <path>, e.g. transactions"],
     [["get", " "], "get needs a <path>, e.g. organizations"],
     [["sync", "", "--to", "a.db"], "sync needs a <list>, e.g. transactions"],
-    [
-      ["sync", "things", "--to", "postgres://u:pw-Hunter2@db/copy.db"],
+    ...[
+      "postgres://u:pw-Hunter2@db/copy.db",
+      "postgres:u:pw-Hunter2@db", // r214a F5: these two were quoted
+      "host=db user=u password=Hunter2 dbname=x",
+    ].map((to): [string[], string] => [
+      ["sync", "things", "--to", to],
       "--to takes a file, not an address",
-    ],
+    ]),
     [["list", "a", "b"], "unexpected argument: b"],
     [["token", "--limit", "5"], "token takes no --limit"],
     [["logout", "--limit", "5"], "logout takes no --limit"],
