@@ -112,12 +112,16 @@ function ownerOfNewFile(folder: string): number | null | undefined {
   }
 }
 
+/** The variables that say where the cache is, in the order they are asked. */
+const CACHE_VARIABLES = ["PARTNER_API_CACHE_DIR", "XDG_CACHE_HOME", "HOME"];
+
+const mayRead = (variable: string) =>
+  Deno.permissions.querySync({ name: "env", variable }).state === "granted";
+
 /** $PARTNER_API_CACHE_DIR, else $XDG_CACHE_HOME/partner-api, else $HOME/.cache/partner-api. */
 function cacheFolder(): string | undefined {
-  const variables = ["PARTNER_API_CACHE_DIR", "XDG_CACHE_HOME", "HOME"];
-  const [own, xdg, home] = variables.map((variable) =>
-    Deno.permissions.querySync({ name: "env", variable }).state === "granted" &&
-    Deno.env.get(variable)
+  const [own, xdg, home] = CACHE_VARIABLES.map((variable) =>
+    mayRead(variable) && Deno.env.get(variable)
   );
   if (own) return own;
   if (xdg) return `${xdg}/partner-api`;
@@ -130,6 +134,13 @@ function cacheFolder(): string | undefined {
  */
 export async function clearCache(config?: PartnerApiConfig): Promise<string> {
   const folder = cacheFolder();
+  // Not allowed to read where it is, a cache may be there all the same (r214a F3: "nothing to clear", exit 0).
+  const unread = CACHE_VARIABLES.filter((variable) => !mayRead(variable));
+  if (folder === undefined && unread.length > 0) {
+    const names = unread.join(",");
+    const fix = `no env permission for ${names} (add --allow-env=${names})`;
+    throw new UsageError(`cannot clear the token cache: ${fix}`);
+  }
   if (folder === undefined) return "no token cache: nothing to clear";
   // Nothing removed is a failure, not a done (r212c F1: exit 0, the tokens left).
   const missing = lacking(folder, ["read", "write"]);

@@ -205,10 +205,21 @@ processTest(
     equal((await cli(flags(parent), ["token"], env)).code, 0); // cached
     const before = await listing(folder);
     const readOnly = flags(parent).filter((f) => !f.startsWith("--allow-w"));
+    // r214a F3: not allowed to read where the cache is (HOME), it said "nothing to clear", exit 0.
+    const { PARTNER_API_CACHE_DIR: _, ...unplaced } = env;
+    const envOnly = flags(parent).map((f) =>
+      f.startsWith("--allow-env") ? "--allow-env=PARTNER_API_*" : f
+    );
     for (const command of [["cache", "clear"], ["logout"]]) {
-      const { code, stderr } = await cli(readOnly, command, env);
-      equal(code, 2, stderr);
-      equal(stderr.trimEnd().split("\n").length, 1, stderr);
+      const runs: [string[], Record<string, string>][] = [
+        [readOnly, env],
+        [envOnly, unplaced],
+      ];
+      for (const [given, vars] of runs) {
+        const { code, stderr } = await cli(given, command, vars);
+        equal(code, 2, stderr);
+        equal(stderr.trimEnd().split("\n").length, 1, stderr);
+      }
     }
     if (!await chattr("+i", folder)) { // root writes through any mode
       console.warn("skipped: chattr +i is not available here");
