@@ -130,7 +130,8 @@ function cacheFolder(): string | undefined {
 
 /**
  * `cache clear`, `logout`: the line that says what was removed: every cached token, or those of `config` alone.
- * @throws {UsageError} When the folder is not the user's alone (as {@linkcode openCache}).
+ * @throws {UsageError} When it cannot clear: no permission on the folder or on the variables naming it, a folder no
+ * file can be made in, or one not the user's alone (as {@linkcode openCache} refuses it).
  */
 export async function clearCache(config?: PartnerApiConfig): Promise<string> {
   const folder = cacheFolder();
