@@ -107,6 +107,8 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
     // An empty path is none: get sent GET /api/ (a 404, exit 1), list read the configuration first (r212c F6).
     [["list", ""], "list needs a <path>, e.g. transactions"],
     [["get", " "], "get needs a <path>, e.g. organizations"],
+    [["get", "/"], "get needs a <path>, e.g. organizations"], // r214a F4: GET /api/
+    [["list", "?x=1"], "list needs a <path>, e.g. transactions"],
     [["sync", "", "--to", "a.db"], "sync needs a <list>, e.g. transactions"],
     ...[
       "postgres://u:pw-Hunter2@db/copy.db",

@@ -100,10 +100,16 @@ export function sortField(value: string | undefined) {
   );
 }
 
-/** The one argument a command takes. @throws {UsageError} With `missing` when there is none (or a blank one), and for a second. */
+/**
+ * The one argument a command takes, a path naming something.
+ * @throws {UsageError} With `missing` when there is none, or one naming nothing (blank, `/`, `?x`: r214a F4), and for
+ * a second.
+ */
 export function onePositional(positionals: readonly string[], missing: string) {
   const [first, more] = positionals;
-  if (!first?.trim()) throw new UsageError(missing);
+  if (first === undefined || !/^\/*[^/?#\s]/.test(first)) {
+    throw new UsageError(missing);
+  }
   if (more !== undefined) throw new UsageError(`unexpected argument: ${more}`);
   return first;
 }
