@@ -410,3 +410,14 @@ Deno.test("a 401 on a list or a get names the command that clears the cached tok
   }
   await Deno.remove(dir, { recursive: true });
 });
+
+// r215a F6: c66193a2 took a path with a leading space for none (exit 2); it read the list before, as it does again.
+Deno.test("a path with a space before it is still a path: get and list read it", async () => {
+  await using api = await startFakePartnerApi();
+  for (
+    const command of [["get", " organizations"], ["list", " organizations"]]
+  ) {
+    const result = await run(command, configFor(api));
+    equal(result.code, 0, result.stderr);
+  }
+});

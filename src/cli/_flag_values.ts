@@ -107,7 +107,7 @@ export function sortField(value: string | undefined) {
  */
 export function onePositional(positionals: readonly string[], missing: string) {
   const [first, more] = positionals;
-  if (first === undefined || !/^\/*[^/?#\s]/.test(first)) {
+  if (first === undefined || !/^\s*\/*[^/?#\s]/.test(first)) {
     throw new UsageError(missing);
   }
   if (more !== undefined) throw new UsageError(`unexpected argument: ${more}`);
