@@ -114,6 +114,10 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
       "postgres://u:pw-Hunter2@db/copy.db",
       "postgres:u:pw-Hunter2@db", // r214a F5: these two were quoted
       "host=db user=u password=Hunter2 dbname=x",
+      "jdbc:postgresql://u:Hunter2@h/copy.db", // r215a F1: these four were quoted
+      " postgres://u:Hunter2@h/copy.db",
+      "postgres:u:Hun/ter2@host",
+      "host=db user=u PGPASSWORD=Hunter2",
     ].map((to): [string[], string] => [
       ["sync", "things", "--to", to],
       "--to takes a file, not an address",
