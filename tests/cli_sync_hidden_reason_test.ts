@@ -90,6 +90,27 @@ Deno.test("sync CLI: a wrong --id the service refuses to sort by (no --sort-by) 
   equal(result.code, 2, result.stderr);
   ok(result.stderr.includes("--id"), result.stderr);
   equal((await run(args, configFor(api))).code, 0); // the list's own id field
+  // A service's other words for it (r215a F3: these exited 1 again, no word of --id).
+  for (
+    const said of [
+      '{"message":"cannot sort by transactionID"}',
+      '{"error":"invalid order parameter: transactionID"}',
+      '{"error":"bad field transactionID"}',
+    ]
+  ) {
+    await using other = await startFakePartnerApi({
+      items: { transactions: 4 },
+    });
+    const fault = { kind: "body", status: 400, body: said } as const;
+    other.injectApiFaults(...Array(20).fill(fault)); // the sync asks again at other sizes
+    const to = await freshTarget("cli-sync-sort-words", "copy.db");
+    const worded = await run(
+      ["sync", "transactions", "--to", to, "--no-cache"],
+      configFor(other),
+    );
+    equal(worded.code, 2, worded.stderr);
+    ok(worded.stderr.includes("--id"), worded.stderr);
+  }
   // Another 400 stays the service's (exit 1): r214a F1, a page size refused blamed --id.
   await using small = await startFakePartnerApi({ maxLimit: 40 });
   const refused = await run(args, configFor(small));

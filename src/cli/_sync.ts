@@ -177,10 +177,12 @@ async function checkFolder(target: string): Promise<void> {
 }
 
 /** The message of the service's 400 to sorting by --id's field (the sync's sort without --sort-by), if it is one. */
-function sortRefused(error: unknown, { sortBy }: SyncRequest) {
-  const refused = error instanceof ApiError && error.status === 400 && !sortBy;
-  // Its own words name the parameter; the address always does.
-  return refused && /sort_?by/i.test(error.bodyExcerpt ?? "")
+function sortRefused(error: unknown, { sortBy, id }: SyncRequest) {
+  if (!(error instanceof ApiError) || error.status !== 400 || sortBy) return;
+  // Its own words (the address always names both) speak of sorting or order, or name the field (r215a F3).
+  const said = error.bodyExcerpt ?? "";
+  const words = said.split(/[^\p{L}\p{N}_]+/u);
+  return /sort|order/i.test(said) || words.includes(id)
     ? error.message
     : undefined;
 }
