@@ -4,7 +4,7 @@ import { clearFileTokenStore, createFileTokenStore } from "../store/mod.ts";
 import type { PartnerApiConfig } from "../core/config.ts";
 import { allowFlags, UsageError } from "./_flag_values.ts";
 import { counted } from "./_render.ts";
-import { tried } from "../core/_check.ts";
+import { given, tried } from "../core/_check.ts";
 
 /**
  * Opens the cache folder, if this process may read and write it: never prompts (no permission: uncached, said once).
@@ -118,14 +118,29 @@ const CACHE_VARIABLES = ["PARTNER_API_CACHE_DIR", "XDG_CACHE_HOME", "HOME"];
 const mayRead = (variable: string) =>
   Deno.permissions.querySync({ name: "env", variable }).state === "granted";
 
+/** Where each variable puts the cache. */
+const BELOW = ["", "/partner-api", "/.cache/partner-api"];
+
 /** $PARTNER_API_CACHE_DIR, else $XDG_CACHE_HOME/partner-api, else $HOME/.cache/partner-api. */
 function cacheFolder(): string | undefined {
-  const [own, xdg, home] = CACHE_VARIABLES.map((variable) =>
-    mayRead(variable) && Deno.env.get(variable)
-  );
-  if (own) return own;
-  if (xdg) return `${xdg}/partner-api`;
-  return home ? `${home}/.cache/partner-api` : undefined;
+  return cacheLocation().folder;
+}
+
+/**
+ * The cache folder of the first variable this run may read that is set, and the first it may not read before it
+ * (`unread`: it may be set, and then the cache is there).
+ */
+function cacheLocation(): { folder?: string; unread?: string } {
+  let unread: string | undefined;
+  for (const [i, variable] of CACHE_VARIABLES.entries()) {
+    if (!mayRead(variable)) {
+      unread ??= variable;
+      continue;
+    }
+    const value = Deno.env.get(variable);
+    if (value) return { folder: `${value}${BELOW[i]}`, ...given({ unread }) };
+  }
+  return given({ unread });
 }
 
 /**
@@ -134,12 +149,11 @@ function cacheFolder(): string | undefined {
  * file can be made in, or one not the user's alone (as {@linkcode openCache} refuses it).
  */
 export async function clearCache(config?: PartnerApiConfig): Promise<string> {
-  const folder = cacheFolder();
-  // Not allowed to read where it is, a cache may be there all the same (r214a F3: "nothing to clear", exit 0).
-  const unread = CACHE_VARIABLES.filter((variable) => !mayRead(variable));
-  if (folder === undefined && unread.length > 0) {
-    const names = unread.join(",");
-    const fix = `no env permission for ${names} (add --allow-env=${names})`;
+  // Not allowed to read a variable asked first, the cache may be where it says (r214a F3: "nothing to clear", exit 0;
+  // r215a F5: HOME's folder cleared, PARTNER_API_CACHE_DIR's left).
+  const { folder, unread } = cacheLocation();
+  if (unread !== undefined) {
+    const fix = `no env permission for ${unread} (add --allow-env=${unread})`;
     throw new UsageError(`cannot clear the token cache: ${fix}`);
   }
   if (folder === undefined) return "no token cache: nothing to clear";

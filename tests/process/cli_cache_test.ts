@@ -207,13 +207,15 @@ processTest(
     const readOnly = flags(parent).filter((f) => !f.startsWith("--allow-w"));
     // r214a F3: not allowed to read where the cache is (HOME), it said "nothing to clear", exit 0.
     const { PARTNER_API_CACHE_DIR: _, ...unplaced } = env;
-    const envOnly = flags(parent).map((f) =>
-      f.startsWith("--allow-env") ? "--allow-env=PARTNER_API_*" : f
-    );
+    const allowEnv = (names: string) =>
+      flags(parent).map((f) => f.startsWith("--allow-env") ? names : f);
+    // r215a F5: PARTNER_API_CACHE_DIR set but not readable, HOME's folder was cleared instead (exit 0).
+    const elsewhere = { ...env, HOME: `${parent}/home` };
     for (const command of [["cache", "clear"], ["logout"]]) {
       const runs: [string[], Record<string, string>][] = [
         [readOnly, env],
-        [envOnly, unplaced],
+        [allowEnv("--allow-env=PARTNER_API_*"), unplaced],
+        [allowEnv("--allow-env=HOME"), elsewhere],
       ];
       for (const [given, vars] of runs) {
         const { code, stderr } = await cli(given, command, vars);
