@@ -18,7 +18,7 @@ export function openCache(
   now: () => number = Date.now,
   create = true,
 ) {
-  const folder = cacheFolder();
+  const { folder } = cacheLocation(); // one it may not read is passed over: a cache is only used here
   const missing = folder === undefined
     ? "set PARTNER_API_CACHE_DIR (or allow reading HOME) to keep the token between runs"
     : lacking(folder, ["read", "write"]);
@@ -121,14 +121,10 @@ const mayRead = (variable: string) =>
 /** Where each variable puts the cache. */
 const BELOW = ["", "/partner-api", "/.cache/partner-api"];
 
-/** $PARTNER_API_CACHE_DIR, else $XDG_CACHE_HOME/partner-api, else $HOME/.cache/partner-api. */
-function cacheFolder(): string | undefined {
-  return cacheLocation().folder;
-}
-
 /**
- * The cache folder of the first variable this run may read that is set, and the first it may not read before it
- * (`unread`: it may be set, and then the cache is there).
+ * The cache folder of the first variable this run may read that is set ($PARTNER_API_CACHE_DIR, else
+ * $XDG_CACHE_HOME/partner-api, else $HOME/.cache/partner-api), and the first it may not read before it (`unread`: it
+ * may be set, and then the cache is there).
  */
 function cacheLocation(): { folder?: string; unread?: string } {
   let unread: string | undefined;
