@@ -58,16 +58,18 @@ Deno.test("a server that ignores 'page' ends the list with an Error, without ded
   });
 });
 
-Deno.test("a server that ignores 'page' and rotates its answers (2 to 4 pages behind a balancer, then in any order) ends the list with a RepeatedPageError once two pages in a row came before, without dedupeBy (r178b F1: paged for ever)", async () => {
+Deno.test("a server that ignores 'page' and rotates its answers (2 to 4 pages behind a balancer, then in any order) ends the list with a RepeatedPageError once two pages in a row came before (64 for pages of one item), without dedupeBy (r178b F1, r216b F2 with limit 1: paged for ever)", async () => {
   await fc.assert(
     fc.asyncProperty(
       fc.integer({ min: 2, max: 4 }),
       fc.array(fc.nat(), { minLength: 12, maxLength: 12 }),
       fc.integer({ min: 1, max: 4 }),
-      async (rotation, picks, concurrency) => {
+      fc.constantFrom(1, 10),
+      async (rotation, picks, concurrency, limit) => {
         const answers = Array.from(
           { length: rotation },
-          (_, a) => Array.from({ length: 10 }, (_, i) => ({ id: a * 10 + i })),
+          (_, a) =>
+            Array.from({ length: limit }, (_, i) => ({ id: a * limit + i })),
         );
         let served = 0;
         // Each answer once, in order, then 12 picks over and over: every page of the second round came before.
@@ -80,19 +82,36 @@ Deno.test("a server that ignores 'page' and rotates its answers (2 to 4 pages be
           async (client, requests) => {
             await rejects(
               collect(
-                client.list("organizations", { limit: 10, concurrency }),
-                ALL,
+                client.list("organizations", { limit, concurrency }),
+                { maxItems: 10_000 },
               ),
               (error: Error & { reason?: string }) =>
                 error.reason === "repeated-page",
             );
-            ok(requests() <= rotation + 14 + concurrency, `${requests()}`);
+            // Pages of one item: each answer's second sighting may start the run of 64 again.
+            const most = limit > 1 ? 14 : (rotation + 1) * 64 + 12;
+            ok(requests() <= rotation + most + concurrency, `${requests()}`);
           },
         );
       },
     ),
     { numRuns: 20 },
   );
+});
+
+Deno.test("a server that ignores 'page' and answers one item from 2 to 4 in strict turn ends a list of limit 1 with a RepeatedPageError after 64 pages in a row met twice before (r216b F2: paged for ever; a list whose values repeat pages on, paginate_test.ts)", async () => {
+  for (const rotation of [2, 3, 4]) {
+    let served = 0;
+    const answer = () => [{ id: served++ % rotation }];
+    await withApi(() => Response.json(answer()), async (client, requests) => {
+      await rejects(
+        collect(client.list("organizations", { limit: 1 }), { maxItems: 200 }),
+        (error: Error & { reason?: string }) =>
+          error.reason === "repeated-page",
+      );
+      equal(requests(), 2 * rotation + 64, `${rotation}`);
+    });
+  }
 });
 
 Deno.test("a page with more items than 'limit' is an ApiError", async () => {

@@ -132,6 +132,23 @@ Deno.test("paginate() requests no page beyond maxItems or maxPages", async () =>
   }
 });
 
+Deno.test("paginate() asks no page past Number.MAX_SAFE_INTEGER, whatever maxPages says (r216b F1: page 2**53 asked for ever)", async () => {
+  const top = Number.MAX_SAFE_INTEGER;
+  for (
+    const [page, maxPages] of [[top, 4], [top - 1, 3], [top - 2, Infinity]]
+  ) {
+    const asked: number[] = [];
+    const fetchPage = (request: PageRequest) => {
+      asked.push(request.page);
+      return Promise.resolve([request.page]); // a full page each time, never the same
+    };
+    const options = { limit: 1, page: page!, maxPages: maxPages! };
+    const items = await collect(paginate(fetchPage, options), { maxItems: 50 });
+    deepStrictEqual(asked, range(page!, top + 1), `${page}, ${maxPages}`);
+    deepStrictEqual(items, asked);
+  }
+});
+
 Deno.test("paginate() stops without a further request when the caller breaks", async () => {
   const list = pagedList(1000);
   for await (const item of paginate(list.fetchPage, { limit: 10 })) {

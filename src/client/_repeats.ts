@@ -18,11 +18,17 @@ export function repeatedPage(context: string, page: number): RepeatedPageError {
 const REMEMBERED = 4096;
 
 /**
+ * Pages of one item in a row, each met twice before, that end a list: one value met again tells too little (a list of
+ * `true`/`false` repeats by nature), yet a server rotating one-item answers must end too (r216b F2: `limit: 1` paged for
+ * ever).
+ */
+const ONE_ITEM_RUN = 64;
+
+/**
  * Says whether a full page repeats one: the page before, item by item; or earlier pages, whole, two pages in a row (a
- * server rotating k answers ends at page 2k + 2). A page's whole content is read only when its size and ends were
- * seen before, and pages of one item are judged against the page before only: a page's ends alone, or one value met
- * again, ended lists whose values repeat (r179 R1). Pages are remembered by numbers, the latest
- * {@linkcode REMEMBERED} of each kind.
+ * server rotating k answers ends at page 2k + 2; {@linkcode ONE_ITEM_RUN} for pages of one item). A page's whole
+ * content is read only when its size and ends were seen before: a page's ends alone, or one value met again, ended
+ * lists whose values repeat (r179 R1). Pages are remembered by numbers, the latest {@linkcode REMEMBERED} of each kind.
  */
 export function pageRepeats() {
   const ends = new Set<number>(), wholes = new Set<number>();
@@ -35,16 +41,16 @@ export function pageRepeats() {
     const before = previous;
     previous = { items, ends: print };
     if (before?.ends === print && sameItems(items, before.items)) return true;
-    // A page of one item tells too little: a value met again is no repeat.
-    if (items.length < 2 || !ends.has(print)) {
+    if (!ends.has(print)) {
       remember(ends, print);
       run = 0;
       return false;
     }
-    const whole = hashOf(items.map(textOf).join("\0"));
+    const one = items.length < 2;
+    const whole = one ? print : hashOf(items.map(textOf).join("\0"));
     run = wholes.has(whole) ? run + 1 : 0;
     remember(wholes, whole);
-    return run >= 2;
+    return run >= (one ? ONE_ITEM_RUN : 2);
   };
 }
 

@@ -262,7 +262,12 @@ export function pageConfig<T>(options: PaginateOptions<T>) {
   return {
     limit: positiveInteger(options.limit, 50, "limit"),
     firstPage,
-    lastPage: firstPage + countLimit(options.maxPages, "maxPages") - 1,
+    // No page past the largest number a request can name exactly: past it `nextPage++` stood still, asking one page
+    // for ever (r216b F1).
+    lastPage: Math.min(
+      firstPage + countLimit(options.maxPages, "maxPages") - 1,
+      Number.MAX_SAFE_INTEGER,
+    ),
     maxItems: countLimit(options.maxItems, "maxItems"),
     concurrency: concurrencyOf(options.concurrency),
     fields: requestFields(options),
