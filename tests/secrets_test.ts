@@ -1423,22 +1423,28 @@ Deno.test("a reason phrase (statusText) quoting the client secret, kept by the r
   assertClean(inspect(error, { showHidden: true, depth: 10 }), [clientSecret]);
 });
 
-Deno.test("quota bucket names quoting the client secret (the token endpoint's quota header) reach no event, snapshot, provider field or error: each is redacted like other server text (r168b F4: 3 surfaces on a 200, 5 on a 429)", async () => {
+Deno.test("quota bucket names quoting the client secret or the access token the answer carries (the token endpoint's quota header) reach no event, snapshot, provider field, token or error: each is redacted like other server text (r168b F4: 3 surfaces on a 200, 5 on a 429; r216a F1: the token, on a 200 and a malformed one)", async () => {
   const clientId = "partner-client-10", clientSecret = "s3cr3t-bucket-7e3";
-  for (const status of [200, 429]) {
+  const accessToken = "tok_AbCdEfGhIjKl0123456789";
+  const answers = [[200, 3600], [200, 0], [429, 3600]] as const;
+  for (const [status, expiresIn] of answers) {
     await using endpoint = loopbackTokenEndpoint(() =>
       Response.json(
         {
-          access_token: "AT-bucket-1",
+          access_token: accessToken,
           token_type: "Bearer",
-          expires_in: 3600,
+          expires_in: expiresIn,
         },
         {
           status,
           headers: {
-            "idp-client-quota-limit": `b=${clientSecret};q=10;r=${
-              status === 200 ? 9 : 0
-            };t=300`,
+            "idp-client-quota-limit": [
+              clientSecret,
+              accessToken,
+              `per_${accessToken.slice(4)}`,
+            ]
+              .map((name) => `b=${name};q=10;r=${status === 200 ? 9 : 0};t=300`)
+              .join(","),
           },
         },
       )
@@ -1455,9 +1461,13 @@ Deno.test("quota bucket names quoting the client secret (the token endpoint's qu
     shown.push(provider.quota);
     ok(shown.length >= 3, String(shown.length));
     for (const value of shown) {
-      assertClean(inspect(value, { showHidden: true, depth: 10 }), [
-        clientSecret,
-      ]);
+      const texts = [
+        inspect(value, { showHidden: true, depth: 10 }),
+        JSON.stringify(value),
+      ];
+      for (const text of texts) {
+        assertClean(text, [clientSecret, accessToken.slice(4)]);
+      }
     }
   }
 });

@@ -222,8 +222,9 @@ export function processTokenAnswer(
   // An answer refused or malformed may hold a token all the same: its texts and headers hide it (r172b F1).
   const seen = answering(endpoint, text);
   const header = response.headers.get(endpoint.quotaHeader);
-  // (A token issued: its own redactor is not made on every success.)
-  const quota = serverBuckets(header, (response.ok ? endpoint : seen).secrets);
+  // Hidden from the buckets' names too, on a success: the token it issues (r216a F1: `b=<token>` reached the token,
+  // its events and snapshots).
+  const quota = serverBuckets(header, seen.secrets);
   if (!response.ok) throw refusal(seen, response, text, quota);
   const malformed = (problem: string) =>
     failure(
