@@ -287,10 +287,10 @@ Deno.test("requestToken() rejects a 429 with QuotaExceededError and the reset ti
 Deno.test("requestToken() prefers Retry-After for the reset time of a 429", async () => {
   const clock = manualClock();
   await using api = await startFakePartnerApi({ now: clock });
-  api.injectTokenFaults({ kind: "status", status: 429, retryAfter: 7 });
+  api.injectTokenFaults({ kind: "status", status: 429, retryAfter: 17 });
   await rejects(
     requestToken({ ...api.environment, ...api.credentials, now: clock }),
-    { name: "QuotaExceededError", retryAt: clock() + 7000 },
+    { name: "QuotaExceededError", retryAt: clock() + 17_000 },
   );
 });
 

@@ -306,26 +306,37 @@ Deno.test("absurd quota waits block for 25 hours at most, with a typed error", a
   }
 });
 
-Deno.test("a 429 with Retry-After: 0 is a QuotaExceededError", async () => {
-  await using api = await startFakePartnerApi();
-  const provider = createTokenProvider({
-    ...api.environment,
-    ...api.credentials,
-  });
-  api.injectTokenFaults({
-    kind: "status",
-    status: 429,
-    headers: { "retry-after": "0" },
-  });
-  await rejects(provider.getToken(), (error: unknown) => {
-    ok(error instanceof QuotaExceededError);
-    equal(error.reason, "quota");
-    return true;
-  });
-  ok(
-    api.isValidToken((await provider.getToken()).accessToken),
-    "no block left",
-  );
+Deno.test("a 429 asking no wait (Retry-After: 0 or a date gone, a bucket reset now) is a QuotaExceededError that blocks 10 s: 50 callers 40 ms apart send one request (r216a F2: each sent one)", async (t) => {
+  const clock = manualClock();
+  const cases: [string, Record<string, string>][] = [
+    ["Retry-After: 0", { "retry-after": "0" }],
+    ["a date gone", {
+      "retry-after": new Date(clock() - 60_000).toUTCString(),
+    }],
+    ["t=0", { "Idp-Client-Quota-Limit": "b=per_hour;q=10;r=0;t=0" }],
+  ];
+  for (const [name, headers] of cases) {
+    await t.step(name, async () => {
+      await using api = await startFakePartnerApi({ now: clock });
+      const provider = createTokenProvider({
+        ...api.environment,
+        ...api.credentials,
+        now: clock,
+      });
+      api.injectTokenFaults({ kind: "status", status: 429, headers });
+      for (let call = 0; call < 50; call++) {
+        await rejects(provider.getToken(), (error: unknown) => {
+          ok(error instanceof QuotaExceededError);
+          equal(error.reason, "quota");
+          return true;
+        });
+        clock.advance(40);
+      }
+      equal(api.tokenRequests, 1);
+      clock.advance(8_000);
+      ok(api.isValidToken((await provider.getToken()).accessToken));
+    });
+  }
 });
 
 Deno.test("Retry-After dates are measured against the injected clock (2031 behaves like 2026)", async () => {

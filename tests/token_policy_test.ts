@@ -108,7 +108,7 @@ Deno.test("decide() covers fresh, refresh, join, blocked and request", async (t)
   }
 });
 
-Deno.test("quotaRetryAt() blocks until the later of Retry-After and the exhausted bucket's reset", () => {
+Deno.test("quotaRetryAt() blocks until the later of Retry-After and the exhausted bucket's reset, at least the first cooldown (10 s)", () => {
   const hour = bucket("per_hour", 0, 600);
   const day = bucket("per_day", 5, 40_000);
   equal(quotaRetryAt(30_000, [hour, day], NOW), NOW + 600_000, "the reset");
@@ -122,7 +122,19 @@ Deno.test("quotaRetryAt() blocks until the later of Retry-After and the exhauste
   );
   equal(quotaRetryAt(undefined, [day], NOW), NOW + 40_000_000);
   equal(quotaRetryAt(undefined, [], NOW), NOW + 60_000);
-  equal(quotaRetryAt(0, [], NOW), NOW, "Retry-After: 0 alone means now");
+  // r216a F2: a 429 asking no wait (`Retry-After: 0`, a reset now) was asked again at the callers' rate.
+  equal(
+    quotaRetryAt(0, [], NOW),
+    NOW + 10_000,
+    "Retry-After: 0: the first cooldown",
+  );
+  equal(quotaRetryAt(-5_000, [], NOW), NOW + 10_000, "a date gone");
+  equal(
+    quotaRetryAt(undefined, [bucket("per_hour", 0, 0)], NOW),
+    NOW + 10_000,
+    "t=0",
+  );
+  equal(quotaRetryAt(9_000, [], NOW), NOW + 10_000);
 });
 
 Deno.test("onUnauthorized() renews the first 401 in an hour and keeps the token for the others", () => {

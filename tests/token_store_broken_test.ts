@@ -46,7 +46,7 @@ Deno.test("a coordinate that keeps its contract is asked again when the record i
     coordinate: async (key, { settled, request }) => {
       const stored = records.get(key);
       if (stored !== undefined && settled(stored)) {
-        clock.advance(2_000); // releasing its lock takes a while
+        clock.advance(11_000); // releasing its lock takes a while (a block lasts 10 s at least)
         return stored;
       }
       inside = true;

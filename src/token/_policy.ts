@@ -183,7 +183,9 @@ export function flightBudget(
 
 /**
  * When a token request may pass again after a 429: the later of `Retry-After` and the exhausted buckets' reset, or
- * either alone (`quotaResetAfter`), else a minute; never more than {@linkcode MAX_QUOTA_BLOCK} from `now`.
+ * either alone (`quotaResetAfter`), else a minute; never less than {@linkcode FIRST_COOLDOWN} (a 429 asking no wait,
+ * `Retry-After: 0` or `t=0`, was asked again at the callers' rate: r216a F2, 50 requests in 2 s), never more than
+ * {@linkcode MAX_QUOTA_BLOCK} from `now`.
  */
 export function quotaRetryAt(
   retryAfter: number | undefined,
@@ -197,7 +199,7 @@ export function quotaRetryAt(
   else if (buckets.some((bucket) => bucket.remaining === 0)) {
     wait = Math.max(retryAfter, reset!);
   } else wait = retryAfter;
-  return now + Math.min(wait, MAX_QUOTA_BLOCK);
+  return now + Math.min(Math.max(wait, FIRST_COOLDOWN), MAX_QUOTA_BLOCK);
 }
 
 /** Whether a failed attempt is worth another: network, timeout, or a retry status but 429 (the quota). */
