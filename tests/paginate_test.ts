@@ -46,6 +46,16 @@ function pagedList(total: number, pageDelay = 0) {
   };
 }
 
+/** `count` statuses of three, none the same as the one before, in no turn: each next one by a hash of its place. */
+function statuses(count: number): string[] {
+  const names = ["new", "paid", "void"];
+  let at = 0;
+  return Array.from({ length: count }, (_, i) => {
+    at = (at + 1 + (Math.imul(i + 1, 2654435761) >>> 31)) % 3;
+    return names[at]!;
+  });
+}
+
 async function all<T>(items: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];
   for await (const item of items) out.push(item);
@@ -241,6 +251,9 @@ Deno.test("paginate() pages to their end lists whose values repeat, pages of one
     ],
     ["limit 1", [true, false, true, false, true, false, true], 1],
     ["counts", [5, 4, 5, 3, 5, 4, 5, 3, 5], 1],
+    // r217b F2: 300 statuses of 3, each met twice before 64 pages in a row, ended as a rotation at item 70.
+    // No two alike in a row: a page equal to the one before ends a list by design.
+    ["statuses", statuses(300), 1],
     // Two Maps are two items, though each writes as {} (r179 R2).
     ["Maps", ["x", new Map([["a", 1]]), "y", "x", new Map([["b", 2]]), "y"], 3],
   ];
@@ -248,7 +261,7 @@ Deno.test("paginate() pages to their end lists whose values repeat, pages of one
     const fetchPage = ({ page, limit }: PageRequest) =>
       Promise.resolve(items.slice((page - 1) * limit, page * limit));
     const got = await collect(paginate(fetchPage, { limit }), {
-      maxItems: 100,
+      maxItems: 1000,
     });
     deepStrictEqual(got, items, kind);
   }
