@@ -1423,18 +1423,21 @@ Deno.test("a reason phrase (statusText) quoting the client secret, kept by the r
   assertClean(inspect(error, { showHidden: true, depth: 10 }), [clientSecret]);
 });
 
-Deno.test("quota bucket names quoting the client secret or the access token the answer carries (the token endpoint's quota header) reach no event, snapshot, provider field, token or error: each is redacted like other server text (r168b F4: 3 surfaces on a 200, 5 on a 429; r216a F1: the token, on a 200 and a malformed one)", async () => {
+Deno.test("quota bucket names quoting the client secret or the access token the answer carries (the token endpoint's quota header) reach no event, snapshot, provider field, token or error: each is redacted like other server text (r168b F4: 3 surfaces on a 200, 5 on a 429; r216a F1: the token, on a 200 and a malformed one; r217b F1: its name written with an escape)", async () => {
   const clientId = "partner-client-10", clientSecret = "s3cr3t-bucket-7e3";
   const accessToken = "tok_AbCdEfGhIjKl0123456789";
-  const answers = [[200, 3600], [200, 0], [429, 3600]] as const;
-  for (const [status, expiresIn] of answers) {
+  const answers = ([[200, 3600], [200, 0], [429, 3600]] as const).flatMap((
+    [status, expiresIn],
+  ) => [false, true].map((escaped) => [status, expiresIn, escaped] as const));
+  for (const [status, expiresIn, escaped] of answers) {
+    const body = JSON.stringify({
+      access_token: accessToken,
+      token_type: "Bearer",
+      expires_in: expiresIn,
+    });
     await using endpoint = loopbackTokenEndpoint(() =>
-      Response.json(
-        {
-          access_token: accessToken,
-          token_type: "Bearer",
-          expires_in: expiresIn,
-        },
+      new Response(
+        escaped ? body.replace("access_token", "access\\u005ftoken") : body,
         {
           status,
           headers: {
