@@ -267,6 +267,21 @@ Deno.test("paginate() pages to their end lists whose values repeat, pages of one
   }
 });
 
+Deno.test("paginate() ends a list whose server answers the same Dates on every page, made anew each time (r217b F4: Dates compared by identity paged for ever)", async () => {
+  for (const limit of [1, 2]) {
+    let requests = 0;
+    const fetchPage = () => {
+      requests++;
+      return Promise.resolve([new Date(0), new Date(1)].slice(0, limit));
+    };
+    await rejects(
+      collect(paginate(fetchPage, { limit }), { maxItems: 100 }),
+      (error: Error & { reason?: string }) => error.reason === "repeated-page",
+    );
+    equal(requests, 2);
+  }
+});
+
 Deno.test("paginate() drops repeated items with dedupeBy", async () => {
   // Offset paging while an item is inserted at the head repeats the last item of each page.
   const pages = [[5, 4, 3], [3, 2, 1], [1, 0]];

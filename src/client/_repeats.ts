@@ -85,15 +85,16 @@ function sameItems(items: readonly unknown[], previous: readonly unknown[]) {
 }
 
 /**
- * An item as text: JSON for JSON data; another value by its identity (a class instance or a Map writes as `{}`, and
+ * An item as text: JSON for JSON data and Dates; another value by its identity (a class instance or a Map writes as `{}`, and
  * every page of them looked the same; a BigInt or a cycle threw: r178b F2).
  */
 function textOf(item: unknown): string {
   if (typeof item === "bigint") return `${item}n`;
   if (typeof item === "object" && item !== null) {
     const proto = Object.getPrototypeOf(item);
+    // A Date writes its time (r217b F4: by identity, a server repeating pages of Dates paged for ever).
     const plain = proto === Object.prototype || proto === Array.prototype ||
-      proto === null;
+      proto === null || proto === Date.prototype;
     if (plain) {
       try {
         return JSON.stringify(item);
