@@ -132,6 +132,9 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
     [["token", "--bogus"], "unknown flag --bogus"],
     [["list", "transactions", "--max", "3"], "did you mean --max-items?"],
     [["tokne"], "unknown command: tokne; did you mean token?"],
+    // A letter alone: only a flag it starts, in either case (-V was "did you mean --to?").
+    [["-V"], "unknown flag -V (see"],
+    [["list", "x", "-M"], "unknown flag -M; did you mean --max-items?"],
     [
       ["list", "transactions", "--concurrency", "2000000"],
       "--concurrency must be an integer from 1 to 64",

@@ -1,9 +1,17 @@
 // Internal: "did you mean" for flags and variable names.
 
-/** The known word closest to `word`: one it starts, or one within a third of its length in edits. */
+/**
+ * The known word closest to `word`: one it starts, or one within a third of its length in edits; of a letter alone,
+ * only the one word it starts in either case (`-V` was "did you mean --to?", two edits away).
+ */
 export function nearest(word: string, known: readonly string[]) {
-  const prefixed = known.filter((candidate) => candidate.startsWith(word));
+  const letter = word.length === 1;
+  const start = (text: string) => letter ? text.toLowerCase() : text;
+  const prefixed = known.filter((candidate) =>
+    start(candidate).startsWith(start(word))
+  );
   if (prefixed.length === 1) return prefixed[0];
+  if (letter) return undefined;
   let best: string | undefined;
   let bestDistance = Math.max(2, Math.floor(word.length / 3)) + 1;
   for (const candidate of known) {
