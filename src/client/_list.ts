@@ -26,11 +26,7 @@ import {
   secretsOf,
   serverText,
 } from "../core/_redact.ts";
-import {
-  pathWithoutSecrets,
-  secretOutOfChecks,
-  withoutSecrets,
-} from "../core/_option_secrets.ts";
+import { secretOutOfChecks, withoutSecrets } from "../core/_option_secrets.ts";
 import { resolveUnder } from "./_path.ts";
 import {
   clientSecret,
@@ -202,7 +198,7 @@ async function* heard<X>(
     noted.stop();
     emit(onEvent!, {
       type: "api.list",
-      path: pathWithoutSecrets(path, [
+      path: withoutSecrets(path, [
         ...handedBy(tokenProvider),
         ...noted.secrets(),
       ]),

@@ -20,11 +20,7 @@ import {
 } from "../core/_deadlines.ts";
 import { emit } from "../core/_emit.ts";
 import { displayUrl } from "../core/_url.ts";
-import {
-  pathWithoutSecrets,
-  withoutSecretEcho,
-  withoutSecrets,
-} from "../core/_option_secrets.ts";
+import { withoutSecretEcho, withoutSecrets } from "../core/_option_secrets.ts";
 import {
   handedBy,
   noteHanded,
@@ -207,7 +203,7 @@ class ApiRequest<T>
     }
     let path = shown.paths.get(pathname);
     if (path === undefined) {
-      path = pathWithoutSecrets(pathname, this.secrets);
+      path = withoutSecrets(pathname, this.secrets);
       shown.paths.set(pathname, path);
     }
     return path;
@@ -340,7 +336,7 @@ function attempted(
 function secretFree(to: URL | undefined, request: ApiRequest<unknown>) {
   if (to === undefined) return undefined;
   const shown = to.pathname + to.search;
-  return pathWithoutSecrets(shown, request.secrets) === shown ? to : undefined;
+  return withoutSecrets(shown, request.secrets) === shown ? to : undefined;
 }
 
 /** Hands the answer back through `finish`, within the attempt's time limit. */

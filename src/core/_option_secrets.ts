@@ -83,7 +83,7 @@ function echoHidden<E>(
  * under 8 characters (a token "test" cut every word). Where a run of the secret or a token stays (cut, encoded, split by
  * a `/`), the addresses' paths and queries go, then a text holding one still (a path, an id, a rule quoting it) goes
  * whole; in an option's refusal, which holds none, the caller's text it echoes goes (`query.[not shown]`,
- * `received [not shown]`).
+ * `received [not shown]`). A path given alone (as events, spans and pages show one) goes as `/[not shown: it held …]`.
  */
 export function withoutSecrets<E>(error: E, secrets: readonly Secret[]): E {
   const values = secrets.map(secretOnly)
@@ -105,16 +105,6 @@ export function withoutSecrets<E>(error: E, secrets: readonly Secret[]): E {
     return !held ? shown : text.startsWith("/") ? hidden(shown)! : REDACTED;
   }) as E;
 }
-
-/**
- * A request's path (or address) as events, spans and pages show it: without the client's secret or a token of `secrets`,
- * as {@linkcode withoutSecrets} shows it in an error (`/api/items/[client_secret]`); where a run of either stays, the
- * path goes (`/[not shown: it held a token]`).
- */
-export const pathWithoutSecrets = (
-  path: string,
-  secrets: readonly Secret[],
-): string => withoutSecrets(path, secrets);
 
 /**
  * What stands for an address that still holds a run of the client secret or of a token of `secrets`, in a form
