@@ -30,10 +30,6 @@ const fleet = connections.map((redis, at) =>
   })
 );
 await Promise.all(fleet.map((provider) => provider.getToken()));
-console.log(
-  `${fleet.length} processes, ${api.tokenRequests} token request${
-    api.tokenRequests === 1 ? "" : "s"
-  }`,
-);
+console.log(`${fleet.length} processes, ${api.tokenRequests} token request`);
 // disconnect(), not quit(): quit() waits on a Redis that is away.
 for (const redis of [...connections, ...blocking]) redis.disconnect();
