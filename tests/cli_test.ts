@@ -134,6 +134,13 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
     [["tokne"], "unknown command: tokne; did you mean token?"],
     // A letter alone: only a flag it starts, in either case (-V was "did you mean --to?").
     [["-V"], "unknown flag -V (see"],
+    // r219a F3: a blank field opened the copy first (an empty copy.db left behind).
+    [["sync", "t", "--to", "c.db", "--id", ""], "--id must be a field name"],
+    [
+      ["sync", "t", "--to", "c.db", "--sort-by", " "],
+      "--sort-by must be a field name",
+    ],
+    [["list", "t", "--sort-by", ""], "--sort-by must be a field name"],
     [["list", "x", "-M"], "unknown flag -M; did you mean --max-items?"],
     [
       ["list", "transactions", "--concurrency", "2000000"],

@@ -89,6 +89,7 @@ export function sortDirection(value: string | undefined) {
 
 /** `--sort-by`: a field name. @throws {UsageError} For `-field`, with the flags that sort by it descending. */
 export function sortField(value: string | undefined) {
+  fieldName("sort-by", value);
   if (!value?.startsWith("-")) return value;
   if (value === "-") {
     throw new UsageError("--sort-by must be a field name: received -");
@@ -98,6 +99,14 @@ export function sortField(value: string | undefined) {
       value.slice(1)
     } --sort-direction DESC: received ${value}`,
   );
+}
+
+/** Refuses a blank field name before anything is opened (r219a F3: `sync --id ""` left an empty copy.db). */
+export function fieldName(flag: string, value: string | undefined) {
+  if (value?.trim() === "") {
+    throw new UsageError(`--${flag} must be a field name: received '${value}'`);
+  }
+  return value;
 }
 
 /**

@@ -1,6 +1,7 @@
 // Internal: the `sync` command line, checked into a request. Pure.
 
 import {
+  fieldName,
   oneOf,
   onePositional,
   pagingOf,
@@ -45,7 +46,7 @@ export function syncRequest(rest: readonly string[], values: Values) {
     target,
     kind,
     /** The id field: `--id`, else the list's singular + `ID` (`transactionID`). */
-    id: values.id ?? idFieldOf(path),
+    id: fieldName("id", values.id) ?? idFieldOf(path),
     sortBy: sortField(values["sort-by"]),
     sortDirection: sortDirection(values["sort-direction"]) ?? "ASC",
     /** List requests each run spends on the sweep; Infinity for `all`. */
