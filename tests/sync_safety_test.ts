@@ -198,6 +198,38 @@ Deno.test("JSONL sink: a run paused mid-cycle, whose lock a cron run took over a
   await cronLock[Symbol.asyncDispose]();
 });
 
+Deno.test("JSONL sink: a run paused while another took the copy over and rewrote it stops with 'lock-lost' at its next read of the copy's rows, not a 'sink-mismatch' telling the user to replace a sound copy (r219a F1: 'line 3868 … is not JSON: the copy was changed')", async () => {
+  const path = await fresh("paused-read.jsonl");
+  const keyOf = (item: unknown) => {
+    const n = String((item as { n: number }).n);
+    return { value: n, id: n };
+  };
+  const items = [1, 2, 3].map((n) => ({ n })), ids = ["1", "2", "3"];
+  await createJsonlSink(path).write(items, numbersAt(3), ids);
+  const paused = createJsonlSink(path);
+  const lock = await paused.lock!();
+  await paused.load();
+  const past = new Date(Date.now() - 60_000);
+  await Deno.utime(`${path}.lock`, past, past);
+  const cron = createJsonlSink(path);
+  const cronLock = await cron.lock!();
+  await cron.load();
+  // A whole cycle in one window: the copy renamed over, its lines longer.
+  const longer = items.map(({ n }) => ({ n, note: "x".repeat(20) }));
+  await cron.write(longer, numbersAt(3), ids, {
+    cycle: 1,
+    phase: "sweep",
+    changes: false,
+    keyOf,
+    beginsCycle: true,
+    endsCycle: { deletes: "remove", maxDeletes: 1 },
+  });
+  await refused(Array.fromAsync(paused.liveRows!(2, keyOf)), "lock-lost");
+  await refused(paused.holds!(["1"], keyOf), "lock-lost");
+  await lock[Symbol.asyncDispose]();
+  await cronLock[Symbol.asyncDispose]();
+});
+
 Deno.test("SQLite sink: a run whose lease was taken over while it was paused stops before writing", async () => {
   const path = await fresh("paused.db");
   const fake = inProcess({ items: { transactions: 10 } });

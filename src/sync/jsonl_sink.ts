@@ -228,7 +228,11 @@ class JsonlCopy {
    * holds too (read each time: asked only before a refusal). Past the window guard's size, not known: holding a million
    * ids costs more than telling a moved item from a new one.
    */
-  async holds(ids: readonly string[], keyOf: KeyOf, cycle?: number) {
+  holds(ids: readonly string[], keyOf: KeyOf, cycle?: number) {
+    return this.#holds(ids, keyOf, cycle).catch((error) => this.#lostOr(error));
+  }
+
+  async #holds(ids: readonly string[], keyOf: KeyOf, cycle?: number) {
     if (!this.#loaded) await this.load();
     // Removed or cut since the run's look: not known here; the first write fails on it.
     const size = (await statOf(this.#files.copy))?.size ?? 0;
@@ -251,8 +255,21 @@ class JsonlCopy {
 
   /** The copy's lines as rows, reading only. */
   async *liveRows(cycle: number, keyOf: KeyOf) {
-    if (!this.#loaded) await this.load();
-    yield* copyRows(this.#files, this.#committed, cycle, keyOf);
+    try {
+      if (!this.#loaded) await this.load();
+      yield* copyRows(this.#files, this.#committed, cycle, keyOf);
+    } catch (error) {
+      await this.#lostOr(error);
+    }
+  }
+
+  /**
+   * A read of the copy that failed: `"lock-lost"` if another run took the copy over meanwhile (it moved the lines under
+   * the read: r219a F1, a sound copy called changed, to be replaced), else the read's own error.
+   */
+  async #lostOr(error: unknown): Promise<never> {
+    await this.#lock?.assertHeld();
+    throw error;
   }
 
   /**
