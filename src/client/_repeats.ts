@@ -18,15 +18,21 @@ export function repeatedPage(context: string, page: number): RepeatedPageError {
 const REMEMBERED = 4096;
 
 /**
+ * Pages of one item in a row, each met twice before, that end a list (r216b F2: `limit: 1` behind a rotating server
+ * paged for ever). One value met again tells too little; yet a run of them cannot be told from a server switching among
+ * a few answers in any order (r220a F1: one strict turn only let 33 answers, or 3 at random, page for ever): a list of
+ * `limit: 1` whose values repeat that long ends, as one with two alike in a row does.
+ */
+const ONE_ITEM_RUN = 64;
+
+/**
  * Says whether a full page repeats one: the page before, item by item; or earlier pages, whole, two pages in a row (a
- * server rotating k answers ends at page 2k + 2). A page's whole content is read only when its size and ends were
- * seen before, and pages of one item are judged by {@linkcode rotatesOne}: a page's ends alone, or one value met
- * again, ended lists whose values repeat (r179 R1). Pages are remembered by numbers, the latest
- * {@linkcode REMEMBERED} of each kind.
+ * server rotating k answers ends at page 2k + 2; {@linkcode ONE_ITEM_RUN} for pages of one item). A page's whole
+ * content is read only when its size and ends were seen before: a page's ends alone, or one value met again, ended
+ * lists whose values repeat (r179 R1). Pages are remembered by numbers, the latest {@linkcode REMEMBERED} of each kind.
  */
 export function pageRepeats() {
   const ends = new Set<number>(), wholes = new Set<number>();
-  const rotates = rotatesOne();
   let previous: { items: readonly unknown[]; ends: number } | undefined;
   let run = 0; // pages in a row, each whole as an earlier one
   return (items: readonly unknown[]): boolean => {
@@ -36,40 +42,16 @@ export function pageRepeats() {
     const before = previous;
     previous = { items, ends: print };
     if (before?.ends === print && sameItems(items, before.items)) return true;
-    if (items.length < 2) return rotates(print);
     if (!ends.has(print)) {
       remember(ends, print);
       run = 0;
       return false;
     }
-    const whole = hashOf(items.map(textOf).join("\0"));
+    const one = items.length < 2;
+    const whole = one ? print : hashOf(items.map(textOf).join("\0"));
     run = wholes.has(whole) ? run + 1 : 0;
     remember(wholes, whole);
-    return run >= 2;
-  };
-}
-
-/** The longest rotation of one-item answers caught, and how many pages in a row must follow it. */
-const ONE_ITEM_PERIOD = 32, ONE_ITEM_RUN = 64;
-
-/**
- * Says whether pages of one item went round one cycle of 2 to {@linkcode ONE_ITEM_PERIOD} answers for
- * {@linkcode ONE_ITEM_RUN} pages in a row (r216b F2: `limit: 1` behind a rotating server paged for ever). One value met
- * again tells too little: statuses, digits, repeat by nature (r217b F2: any item met twice before, 64 pages in a row,
- * ended them); only a list strictly periodic that long ends.
- */
-function rotatesOne() {
-  const recent: number[] = []; // the latest prints, newest last
-  const runs = new Array<number>(ONE_ITEM_PERIOD + 1).fill(0); // by period: pages in a row equal to the one it back
-  return (print: number): boolean => {
-    recent.push(print);
-    if (recent.length > ONE_ITEM_PERIOD + 1) recent.shift();
-    let rotating = false;
-    for (let period = 2; period <= ONE_ITEM_PERIOD; period++) {
-      runs[period] = recent.at(-1 - period) === print ? runs[period]! + 1 : 0;
-      rotating ||= runs[period]! >= ONE_ITEM_RUN;
-    }
-    return rotating;
+    return run >= (one ? ONE_ITEM_RUN : 2);
   };
 }
 

@@ -151,7 +151,9 @@ export interface CollectOptions {
 
 /**
  * The `Error` that ends a list when a full page repeats the one before (or, with `dedupeBy`, holds
- * only items seen): the server seems to ignore `page`, and paging on would never end.
+ * only items seen), or full pages repeat earlier ones two in a row (64 in a row for pages of one item:
+ * a list of `limit: 1` whose values repeat that long ends too; page it with a larger `limit`): the
+ * server seems to ignore `page`, and paging on would never end.
  *
  * @example Telling it from other failures
  * ```ts
