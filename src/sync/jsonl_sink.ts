@@ -264,8 +264,8 @@ class JsonlCopy {
   }
 
   /**
-   * A read of the copy that failed: `"lock-lost"` if another run took the copy over meanwhile (it moved the lines under
-   * the read: r219a F1, a sound copy called changed, to be replaced), else the read's own error.
+   * A read or write of the copy that failed: `"lock-lost"` if another run took the copy over meanwhile (it moved the
+   * lines under the read: r219a F1, a sound copy called changed, to be replaced), else its own error.
    */
   async #lostOr(error: unknown): Promise<never> {
     await this.#lock?.assertHeld();
@@ -317,7 +317,7 @@ class JsonlCopy {
       return done;
     } catch (error) {
       this.#unlocked.failed(); // under lock() too: for a write without it after the release
-      throw error;
+      return await this.#lostOr(error); // a cycle's end reads the copy too (r220a F2)
     }
   }
 
