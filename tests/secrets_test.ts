@@ -1423,21 +1423,30 @@ Deno.test("a reason phrase (statusText) quoting the client secret, kept by the r
   assertClean(inspect(error, { showHidden: true, depth: 10 }), [clientSecret]);
 });
 
-Deno.test("quota bucket names quoting the client secret or the access token the answer carries (the token endpoint's quota header) reach no event, snapshot, provider field, token or error: each is redacted like other server text (r168b F4: 3 surfaces on a 200, 5 on a 429; r216a F1: the token, on a 200 and a malformed one; r217b F1: its name written with an escape)", async () => {
+Deno.test("quota bucket names quoting the client secret or the access token the answer carries (the token endpoint's quota header) reach no event, snapshot, provider field, token or error: each is redacted like other server text (r168b F4: 3 surfaces on a 200, 5 on a 429; r216a F1: the token, on a 200 and a malformed one; r217b F1, r220a F3: its name written with an escape, in a body cut short or nested too)", async () => {
   const clientId = "partner-client-10", clientSecret = "s3cr3t-bucket-7e3";
   const accessToken = "tok_AbCdEfGhIjKl0123456789";
+  // The token's name as JSON writes it, escaped, and so in a body cut short or nested in another field (r220a F3).
+  const forms = ["plain", "escaped", "escaped, cut", "escaped, nested"];
   const answers = ([[200, 3600], [200, 0], [429, 3600]] as const).flatMap((
     [status, expiresIn],
-  ) => [false, true].map((escaped) => [status, expiresIn, escaped] as const));
-  for (const [status, expiresIn, escaped] of answers) {
-    const body = JSON.stringify({
+  ) => forms.map((form) => [status, expiresIn, form] as const));
+  for (const [status, expiresIn, form] of answers) {
+    const fields = {
       access_token: accessToken,
       token_type: "Bearer",
       expires_in: expiresIn,
-    });
+    };
+    let body = JSON.stringify(
+      form.endsWith("nested") ? { last: fields } : fields,
+    );
+    if (form !== "plain") {
+      body = body.replace("access_token", "access\\u005ftoken");
+    }
+    if (form.endsWith("cut")) body = body.slice(0, -3);
     await using endpoint = loopbackTokenEndpoint(() =>
       new Response(
-        escaped ? body.replace("access_token", "access\\u005ftoken") : body,
+        body,
         {
           status,
           headers: {

@@ -220,7 +220,7 @@ export function processTokenAnswer(
 ): IssuedToken {
   const body = jsonObject(text);
   // An answer refused or malformed may hold a token all the same: its texts and headers hide it (r172b F1).
-  const seen = answering(endpoint, text, body);
+  const seen = answering(endpoint, text);
   const header = response.headers.get(endpoint.quotaHeader);
   // Hidden from the buckets' names too, on a success: the token it issues (r216a F1: `b=<token>` reached the token,
   // its events and snapshots).
@@ -265,26 +265,22 @@ export function processTokenAnswer(
 
 /**
  * `endpoint`, with the tokens an answer's text holds among the secrets its texts hide: `access_token`, `refresh_token`
- * and `id_token`, found in the text (an answer cut short too: r172d F3) and in its `body` as parsed (a name written
- * with escapes, `"access\u005ftoken"`, is no text the search finds: r217b F1).
+ * and `id_token`, found in the text (an answer cut short too: r172d F3), its names' `\u` escapes read (r217b F1,
+ * r220a F3: `"access\u005ftoken"`, in a body cut short or nested too, slipped past).
  */
-function answering(
-  endpoint: TokenEndpoint,
-  text: string,
-  body: Record<string, unknown> | undefined,
-): TokenEndpoint {
+function answering(endpoint: TokenEndpoint, text: string): TokenEndpoint {
+  const named = text.replace(
+    /\\u00([0-7][0-9a-fA-F])/g,
+    (_, code: string) => String.fromCharCode(parseInt(code, 16)),
+  );
   // In the answer, or in JSON it quotes (`\"`: an error_description holding one).
-  const found = [text, text.replaceAll('\\"', '"')].flatMap((it) => [
+  const found = [text, named, named.replaceAll('\\"', '"')].flatMap((it) => [
     ...it.matchAll(/"(?:access|refresh|id)_token"\s*:\s*("(?:[^"\\]|\\.)+")/g),
   ]);
   // As JSON writes a string (PHP's `\/` for `/`), read back.
   const tokens = new Set(
-    [
-      ...found.map((match) => tried(() => JSON.parse(match[1]!))),
-      body?.access_token,
-      body?.refresh_token,
-      body?.id_token,
-    ].filter((token) => typeof token === "string" && redactable(token)),
+    found.map((match) => tried(() => JSON.parse(match[1]!)))
+      .filter((token) => typeof token === "string" && redactable(token)),
   );
   if (tokens.size === 0) return endpoint;
   const secrets = { value: [...endpoint.secrets, ...tokens] };
