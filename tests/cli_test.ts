@@ -101,7 +101,7 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
     ],
     [
       ["list", "transactions", "--sort-by=-"],
-      "--sort-by must be a field name: received -",
+      "--sort-by must be a field name: received '-'",
     ],
     [["list"], "list needs a <path>, e.g. transactions"],
     // An empty path is none: get sent GET /api/ (a 404, exit 1), list read the configuration first (r212c F6).
@@ -141,6 +141,22 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
       "--sort-by must be a field name",
     ],
     [["list", "t", "--sort-by", ""], "--sort-by must be a field name"],
+    // r220a F4, F5: a zero-width space or `-` for a field; a space before a --query or --since name.
+    [
+      ["sync", "t", "--to", "c.db", "--id", "\u200b"],
+      "--id must be a field name",
+    ],
+    [["sync", "t", "--to", "c.db", "--id=-"], "--id must be a field name"],
+    [
+      ["sync", "t", "--to", "c.db", "--sort-by=- "],
+      "--sort-by must be a field name",
+    ],
+    [
+      ["sync", "t", "--to", "c.db", "--query", " limit=5"],
+      "--query must be k=v",
+    ],
+    [["list", "t", "--query", "\t=x"], "--query must be k=v"],
+    [["list", "t", "--since", " =x"], "--since must be FIELD=VALUE"],
     [["list", "x", "-M"], "unknown flag -M; did you mean --max-items?"],
     [
       ["list", "transactions", "--concurrency", "2000000"],

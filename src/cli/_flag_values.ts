@@ -89,25 +89,30 @@ export function sortDirection(value: string | undefined) {
 
 /** `--sort-by`: a field name. @throws {UsageError} For `-field`, with the flags that sort by it descending. */
 export function sortField(value: string | undefined) {
-  fieldName("sort-by", value);
-  if (!value?.startsWith("-")) return value;
-  if (value === "-") {
-    throw new UsageError("--sort-by must be a field name: received -");
+  if (value?.startsWith("-") && !badName(value.slice(1))) {
+    throw new UsageError(
+      `--sort-by must be a field name: write --sort-by ${
+        value.slice(1)
+      } --sort-direction DESC: received ${value}`,
+    );
   }
-  throw new UsageError(
-    `--sort-by must be a field name: write --sort-by ${
-      value.slice(1)
-    } --sort-direction DESC: received ${value}`,
-  );
+  return fieldName("sort-by", value);
 }
 
-/** Refuses a blank field name before anything is opened (r219a F3: `sync --id ""` left an empty copy.db). */
+/**
+ * A field name, checked before anything is opened: not blank, no space or invisible character at either end, no `-`
+ * first (r219a F3, r220a F4: `sync --id ""`, a zero-width space or `-` left a copy.db behind).
+ */
 export function fieldName(flag: string, value: string | undefined) {
-  if (value?.trim() === "") {
+  if (value !== undefined && (badName(value) || value.startsWith("-"))) {
     throw new UsageError(`--${flag} must be a field name: received '${value}'`);
   }
   return value;
 }
+
+/** A name no field or parameter has: blank, or a space or invisible character (`\p{Cf}`) at either end. */
+export const badName = (name: string) =>
+  /^(?:[\s\p{Cf}]|$)|[\s\p{Cf}]$/u.test(name);
 
 /**
  * The one argument a command takes, a path naming something.
@@ -134,7 +139,8 @@ export function pagingOf(values: Values) {
     const name = pair.slice(0, equals);
     // The library refuses these names as written; a service may read them in any case.
     const own = equals > 0 && /^(limit|page|sortby|sortdirection)$/i.test(name);
-    if (equals < 1 || own) {
+    // A space first sent `+limit=5`, past the paging check (r220a F5).
+    if (equals < 0 || badName(name) || own) {
       const rule = own ? "k=v (paging and sort have flags)" : "k=v";
       throw new UsageError(`--query must be ${rule}: received ${pair}`);
     }

@@ -3,6 +3,7 @@
 import type { ListOptions } from "../client/mod.ts";
 import { fieldsOf, given } from "../core/_check.ts";
 import {
+  badName,
   count,
   oneOf,
   onePositional,
@@ -83,7 +84,7 @@ function orderOf(values: Values) {
  */
 export function since(text: string) {
   const [, field, value] = /^([^=]+)=(.+)$/s.exec(text) ?? [];
-  if (field === undefined || value === undefined) {
+  if (field === undefined || value === undefined || badName(field)) {
     throw new UsageError(
       `--since must be FIELD=VALUE, e.g. creationDate=2026-11-24: received ${text}`,
     );
