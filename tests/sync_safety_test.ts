@@ -230,43 +230,53 @@ Deno.test("JSONL sink: a run paused while another took the copy over and rewrote
   await cronLock[Symbol.asyncDispose]();
 });
 
-Deno.test("JSONL sink: a run whose lock another took over, rewriting the copy, while this run read the copy for its cycle's end stops with 'lock-lost', not 'sink-mismatch' (r220a F2: 'line 17790 … is not JSON: the copy was changed')", async () => {
-  const path = await fresh("paused-end.jsonl");
-  const pad = "p".repeat(90); // past 1 MiB: the end reads the copy a part at a time
-  const items = Array.from({ length: 12_000 }, (_, i) => ({ n: i + 1, pad }));
-  const ids = items.map(({ n }) => String(n));
-  await createJsonlSink(path).write(items, numbersAt(12_000), ids);
-  const paused = createJsonlSink(path);
-  const lock = await paused.lock!();
-  await paused.load();
-  let armed = true;
-  const keyOf = (item: unknown) => {
-    const { n, pad: read } = item as { n: number; pad?: string };
-    if (armed && read === pad) {
-      // The first line of the copy the end reads: paused here, taken over, the copy rewritten longer.
-      armed = false;
-      const owner = JSON.stringify({ owner: "cron", pid: 1 });
-      Deno.writeTextFileSync(`${path}.lock`, owner);
-      const longer = items.map((it) =>
-        `${JSON.stringify({ ...it, pad: `${pad}q` })}\n`
-      );
-      Deno.writeTextFileSync(path, longer.join(""));
-    }
-    return { value: String(n), id: String(n) };
-  };
-  const window = [{ n: 1 }, { n: 2 }];
-  const context = {
-    cycle: 1,
-    phase: "sweep",
-    changes: false,
-    keyOf,
-    beginsCycle: true,
-    endsCycle: { deletes: "remove", maxDeletes: 1 },
-  } as const;
-  const write = paused.write(window, numbersAt(12_000), ["1", "2"], context);
-  await refused(write, "lock-lost");
-  equal(armed, false, "taken over while the end read the copy");
-  await lock[Symbol.asyncDispose]();
+Deno.test("JSONL sink: a run whose lock another took over, rewriting the copy, while this run read the copy for its cycle's end stops with 'lock-lost', not 'sink-mismatch' (r220a F2: 'line 17790 … is not JSON: the copy was changed'); with a lock that cannot be read instead (a folder there), no takeover is told: the read's own error stays (r221a F2: EMFILE told as 'lock-lost', its cause dropped)", async () => {
+  const lockThen: [string, (lock: string) => void, SyncErrorReason][] = [
+    ["taken over", (lock) => {
+      Deno.writeTextFileSync(lock, JSON.stringify({ owner: "cron", pid: 1 }));
+    }, "lock-lost"],
+    ["unreadable", (lock) => {
+      Deno.removeSync(lock);
+      Deno.mkdirSync(lock);
+    }, "sink-mismatch"],
+  ];
+  for (const [name, change, reason] of lockThen) {
+    const path = await fresh(`paused-end-${name}.jsonl`);
+    const pad = "p".repeat(90); // past 1 MiB: the end reads the copy a part at a time
+    const items = Array.from({ length: 12_000 }, (_, i) => ({ n: i + 1, pad }));
+    const ids = items.map(({ n }) => String(n));
+    await createJsonlSink(path).write(items, numbersAt(12_000), ids);
+    const paused = createJsonlSink(path);
+    const lock = await paused.lock!();
+    await paused.load();
+    let armed = true;
+    const keyOf = (item: unknown) => {
+      const { n, pad: read } = item as { n: number; pad?: string };
+      if (armed && read === pad) {
+        // The first line of the copy the end reads: paused here, the lock changed, the copy rewritten longer.
+        armed = false;
+        change(`${path}.lock`);
+        const longer = items.map((it) =>
+          `${JSON.stringify({ ...it, pad: `${pad}q` })}\n`
+        );
+        Deno.writeTextFileSync(path, longer.join(""));
+      }
+      return { value: String(n), id: String(n) };
+    };
+    const context = {
+      cycle: 1,
+      phase: "sweep",
+      changes: false,
+      keyOf,
+      beginsCycle: true,
+      endsCycle: { deletes: "remove", maxDeletes: 1 },
+    } as const;
+    const window = [{ n: 1 }, { n: 2 }];
+    const write = paused.write(window, numbersAt(12_000), ["1", "2"], context);
+    await refused(write, reason);
+    equal(armed, false, `${name}: changed while the end read the copy`);
+    await lock[Symbol.asyncDispose]();
+  }
 });
 
 Deno.test("SQLite sink: a run whose lease was taken over while it was paused stops before writing", async () => {

@@ -2,7 +2,7 @@
 // while held, taken over only once stale by one run at a time (a guard file), removed only while still this run's.
 
 import process from "node:process";
-import { openFile, readText, removeFile, statOf, withFile } from "./_files.ts";
+import { readText, removeFile, statOf, withFile } from "./_files.ts";
 import { parsedJson } from "./_checkpoint.ts";
 import { staleJudge } from "../core/_clock.ts";
 import { keepRefreshed } from "../core/_deadlines.ts";
@@ -52,20 +52,19 @@ function held(
   previous: string | undefined,
 ) {
   let lost = false;
+  // Lost once the file is gone or names another run; a file that cannot be read (EMFILE, EIO) is no takeover (r221a F2:
+  // a write's own failure was told as "another run took it over", its cause dropped): not refreshed this time, or a
+  // file error.
   const stop = keepRefreshed(REFRESH_EVERY, async () => {
-    const file = await openFile(path, "write").catch(() => undefined);
-    if (file === undefined) return void (lost = true);
-    try {
-      const content = parse(await file.readFile("utf8"));
-      if (content.owner !== token) return void (lost = true);
+    const mine = await withFile(path, "write", async (file) => {
+      if (parse(await file.readFile("utf8")).owner !== token) return false;
       const now = new Date(clock());
       await file.utimes(now, now);
-    } finally {
-      await file.close();
-    }
+      return true;
+    }).catch(() => true);
+    if (mine !== true) lost = true;
   });
-  const ours = async () =>
-    parse(await readText(path).catch(() => undefined)).owner === token;
+  const ours = async () => parse(await readText(path)).owner === token;
   return {
     /** This run's token (also used to name its temporary files). */
     token,
@@ -78,7 +77,9 @@ function held(
     },
     async [Symbol.asyncDispose]() {
       stop();
-      if (await ours()) await removeFile(path).catch(() => {});
+      if (await ours().catch(() => false)) {
+        await removeFile(path).catch(() => {});
+      }
     },
   };
 }

@@ -39,7 +39,7 @@ import {
 import { cycleChanges } from "./_jsonl_cycle.ts";
 import { UnlockedWrites } from "./_unlocked_writes.ts";
 import { MAX_GUARDED_ROWS } from "./_window_guard.ts";
-import { sinkMismatch } from "./sync_error.ts";
+import { sinkMismatch, SyncError } from "./sync_error.ts";
 
 /**
  * Options of {@linkcode createJsonlSink}.
@@ -268,8 +268,10 @@ class JsonlCopy {
    * lines under the read: r219a F1, a sound copy called changed, to be replaced), else its own error.
    */
   async #lostOr(error: unknown): Promise<never> {
-    await this.#lock?.assertHeld();
-    throw error;
+    const lost = await this.#lock?.assertHeld().then(() => {}, (why) => why);
+    throw lost instanceof SyncError && lost.reason === "lock-lost"
+      ? lost
+      : error;
   }
 
   /**
