@@ -1423,27 +1423,44 @@ Deno.test("a reason phrase (statusText) quoting the client secret, kept by the r
   assertClean(inspect(error, { showHidden: true, depth: 10 }), [clientSecret]);
 });
 
-Deno.test("quota bucket names quoting the client secret or the access token the answer carries (the token endpoint's quota header) reach no event, snapshot, provider field, token or error: each is redacted like other server text (r168b F4: 3 surfaces on a 200, 5 on a 429; r216a F1: the token, on a 200 and a malformed one; r217b F1, r220a F3: its name written with an escape, in a body cut short or nested too)", async () => {
+Deno.test("quota bucket names quoting the client secret or the access token the answer carries (the token endpoint's quota header) reach no event, snapshot, provider field, token or error: each is redacted like other server text (r168b F4: 3 surfaces on a 200, 5 on a 429; r216a F1: the token, on a 200 and a malformed one; r217b F1, r220a F3, r221a F1: its name written with an escape, in a body cut short, nested or quoted too, and a token holding a backslash written as an escape)", async () => {
   const clientId = "partner-client-10", clientSecret = "s3cr3t-bucket-7e3";
   const accessToken = "tok_AbCdEfGhIjKl0123456789";
-  // The token's name as JSON writes it, escaped, and so in a body cut short or nested in another field (r220a F3).
-  const forms = ["plain", "escaped", "escaped, cut", "escaped, nested"];
+  // The token's name as JSON writes it, escaped, and so in a body cut short or nested in another field (r220a F3);
+  // a token holding a backslash, and one quoted in an error_description (r221a F1: the value's escapes read twice).
+  const forms = [
+    "plain",
+    "escaped",
+    "escaped, cut",
+    "escaped, nested",
+    "escaped, holding a backslash",
+    "escaped, quoted",
+  ];
   const answers = ([[200, 3600], [200, 0], [429, 3600]] as const).flatMap((
     [status, expiresIn],
   ) => forms.map((form) => [status, expiresIn, form] as const));
   for (const [status, expiresIn, form] of answers) {
+    const token = form.endsWith("backslash")
+      ? accessToken.replace("_", "\\")
+      : accessToken;
     const fields = {
-      access_token: accessToken,
+      access_token: token,
       token_type: "Bearer",
       expires_in: expiresIn,
     };
     let body = JSON.stringify(
-      form.endsWith("nested") ? { last: fields } : fields,
+      form.endsWith("nested")
+        ? { last: fields }
+        : form.endsWith("quoted")
+        ? { error: "x", error_description: JSON.stringify(fields) }
+        : fields,
     );
     if (form !== "plain") {
       body = body.replace("access_token", "access\\u005ftoken");
     }
     if (form.endsWith("cut")) body = body.slice(0, -3);
+    // Its backslash as JSON may write it too: `\u005c`, read once more a `\` before a letter.
+    if (form.endsWith("backslash")) body = body.replace("\\\\", "\\u005c");
     await using endpoint = loopbackTokenEndpoint(() =>
       new Response(
         body,
@@ -1452,8 +1469,8 @@ Deno.test("quota bucket names quoting the client secret or the access token the 
           headers: {
             "idp-client-quota-limit": [
               clientSecret,
-              accessToken,
-              `per_${accessToken.slice(4)}`,
+              token,
+              `per_${token.slice(4)}`,
             ]
               .map((name) => `b=${name};q=10;r=${status === 200 ? 9 : 0};t=300`)
               .join(","),

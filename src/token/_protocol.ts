@@ -263,23 +263,25 @@ export function processTokenAnswer(
   });
 }
 
+/** The names of an answer's fields that hold tokens. */
+const TOKEN_FIELDS = new Set(["access_token", "refresh_token", "id_token"]);
+
 /**
- * `endpoint`, with the tokens an answer's text holds among the secrets its texts hide: `access_token`, `refresh_token`
- * and `id_token`, found in the text (an answer cut short too: r172d F3), its names' `\u` escapes read (r217b F1,
- * r220a F3: `"access\u005ftoken"`, in a body cut short or nested too, slipped past).
+ * `endpoint`, with the tokens an answer's text holds among the secrets its texts hide: the values of `access_token`,
+ * `refresh_token` and `id_token`, found in the text (an answer cut short too: r172d F3), each name and value read as
+ * JSON reads it (r217b F1, r220a F3: `"access\u005ftoken"` slipped past a search for the name as written; r221a F1: a
+ * value's own escapes must not be read twice).
  */
 function answering(endpoint: TokenEndpoint, text: string): TokenEndpoint {
-  const named = text.replace(
-    /\\u00([0-7][0-9a-fA-F])/g,
-    (_, code: string) => String.fromCharCode(parseInt(code, 16)),
-  );
-  // In the answer, or in JSON it quotes (`\"`: an error_description holding one).
-  const found = [text, named, named.replaceAll('\\"', '"')].flatMap((it) => [
-    ...it.matchAll(/"(?:access|refresh|id)_token"\s*:\s*("(?:[^"\\]|\\.)+")/g),
+  // In the answer, or in JSON it quotes (`\"` and `\\`: an error_description holding one).
+  const texts = [text, text.replace(/\\(["\\])/g, "$1")];
+  // A name and its colon taken, the value only looked at: the next name may begin at its quote (a quoted body's).
+  const pairs = texts.flatMap((it) => [
+    ...it.matchAll(/("(?:[^"\\]|\\.)*")\s*:\s*(?=("(?:[^"\\]|\\.)+"))/g),
   ]);
-  // As JSON writes a string (PHP's `\/` for `/`), read back.
   const tokens = new Set(
-    found.map((match) => tried(() => JSON.parse(match[1]!)))
+    pairs.filter(([, name]) => TOKEN_FIELDS.has(tried(() => JSON.parse(name!))))
+      .map(([, , value]) => tried(() => JSON.parse(value!)))
       .filter((token) => typeof token === "string" && redactable(token)),
   );
   if (tokens.size === 0) return endpoint;
