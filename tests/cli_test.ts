@@ -101,7 +101,7 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
     ],
     [
       ["list", "transactions", "--sort-by=-"],
-      "--sort-by must be a field name: received '-'",
+      '--sort-by must be a field name: received "-"',
     ],
     [["list"], "list needs a <path>, e.g. transactions"],
     // An empty path is none: get sent GET /api/ (a 404, exit 1), list read the configuration first (r212c F6).
@@ -157,6 +157,17 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
     ],
     [["list", "t", "--query", "\t=x"], "--query must be k=v"],
     [["list", "t", "--since", " =x"], "--since must be FIELD=VALUE"],
+    // r221a F3: a control character, a mark, a filler at an end.
+    [
+      ["sync", "t", "--to", "c.db", "--id", "transactionID\x01"],
+      "--id must be a field name",
+    ],
+    [
+      ["sync", "t", "--to", "c.db", "--id", "\u034fid"],
+      "--id must be a field name",
+    ],
+    [["list", "t", "--query", "limit\x01=5"], "--query must be k=v"],
+    [["list", "t", "--since", "\u3164=5"], "--since must be FIELD=VALUE"],
     [["list", "x", "-M"], "unknown flag -M; did you mean --max-items?"],
     [
       ["list", "transactions", "--concurrency", "2000000"],

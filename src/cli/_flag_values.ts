@@ -105,14 +105,20 @@ export function sortField(value: string | undefined) {
  */
 export function fieldName(flag: string, value: string | undefined) {
   if (value !== undefined && (badName(value) || value.startsWith("-"))) {
-    throw new UsageError(`--${flag} must be a field name: received '${value}'`);
+    const shown = JSON.stringify(value); // a control character as an escape
+    throw new UsageError(`--${flag} must be a field name: received ${shown}`);
   }
   return value;
 }
 
-/** A name no field or parameter has: blank, or a space or invisible character (`\p{Cf}`) at either end. */
-export const badName = (name: string) =>
-  /^(?:[\s\p{Cf}]|$)|[\s\p{Cf}]$/u.test(name);
+/**
+ * A name no field or parameter has: blank, or at either end a space, a control, format or unassigned character, a mark,
+ * or a filler that shows nothing (r220a F4, r221a F3: `\x01`, U+034F, U+3164 passed).
+ */
+export const badName = (name: string) => BAD_NAME.test(name);
+
+const SHOWS_NOTHING = String.raw`[\s\p{C}\p{M}\u115f\u1160\u2800\u3164\uffa0]`;
+const BAD_NAME = new RegExp(`^(?:${SHOWS_NOTHING}|$)|${SHOWS_NOTHING}$`, "u");
 
 /**
  * The one argument a command takes, a path naming something.
