@@ -263,31 +263,40 @@ export function processTokenAnswer(
   });
 }
 
-/** The names of an answer's fields that hold tokens. */
-const TOKEN_FIELDS = new Set(["access_token", "refresh_token", "id_token"]);
-
 /**
  * `endpoint`, with the tokens an answer's text holds among the secrets its texts hide: the values of `access_token`,
- * `refresh_token` and `id_token`, found in the text (an answer cut short too: r172d F3), each name and value read as
- * JSON reads it (r217b F1, r220a F3: `"access\u005ftoken"` slipped past a search for the name as written; r221a F1: a
- * value's own escapes must not be read twice).
+ * `refresh_token` and `id_token`, in the text (cut short too: r172d F3) or in JSON it quotes (`\"` or `\u0022` for its
+ * quotes), a name's characters as `\u00XX` too (r217b F1, r220a F3), each value read once, as JSON reads it (r221a F1).
  */
 function answering(endpoint: TokenEndpoint, text: string): TokenEndpoint {
-  // In the answer, or in JSON it quotes (`\"` and `\\`: an error_description holding one).
-  const texts = [text, text.replace(/\\(["\\])/g, "$1")];
-  // A name and its colon taken, the value only looked at: the next name may begin at its quote (a quoted body's).
-  const pairs = texts.flatMap((it) => [
-    ...it.matchAll(/("(?:[^"\\]|\\.)*")\s*:\s*(?=("(?:[^"\\]|\\.)+"))/g),
-  ]);
+  const unquoted = text.replace(/\\(["\\])/g, "$1");
+  const unescaped = text.replace(/\\u0022/gi, '"').replace(/\\u005c/gi, "\\");
+  const texts = [text, unquoted, unescaped];
+  const found = texts.flatMap((it) => [...it.matchAll(TOKEN_FIELD)]);
   const tokens = new Set(
-    pairs.filter(([, name]) => TOKEN_FIELDS.has(tried(() => JSON.parse(name!))))
-      .map(([, , value]) => tried(() => JSON.parse(value!)))
+    found.map((match) => tried(() => JSON.parse(match[1]!)))
       .filter((token) => typeof token === "string" && redactable(token)),
   );
   if (tokens.size === 0) return endpoint;
   const secrets = { value: [...endpoint.secrets, ...tokens] };
   return Object.create(endpoint, { secrets }); // `where` stays lazy
 }
+
+/** `word` in a JSON string, any character as itself or as `\u00XX` (hex in either case). */
+const spelled = (word: string) =>
+  [...word].map((char) => {
+    const hex = char.charCodeAt(0).toString(16).padStart(4, "0")
+      .replace(/[a-f]/g, (digit) => `[${digit}${digit.toUpperCase()}]`);
+    return `(?:${char}|\\\\u${hex})`;
+  }).join("");
+
+/** A token field's name, then its string value: a name first (one pattern for any name took 6 s on 64 KiB: r222a F1). */
+const TOKEN_FIELD = new RegExp(
+  `"(?:${["access", "refresh", "id"].map(spelled).join("|")})${
+    spelled("_token")
+  }"\\s*:\\s*("(?:[^"\\\\]|\\\\.)+")`,
+  "g",
+);
 
 /** The one builder of {@linkcode QuotaExceededError}: for a 429, and for a block still in force. */
 export function quotaExceeded(
