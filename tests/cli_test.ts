@@ -13,7 +13,7 @@ import { configFromEnv, type PartnerApiConfig } from "../src/core/config.ts";
 import { ApiError, TokenRequestError } from "../src/core/errors.ts";
 import { configFor, run } from "./_cli_helpers.ts";
 import { COMMAND_FLAGS, plan } from "../src/cli/_plan.ts";
-import { FLAGS } from "../src/cli/_flag_values.ts";
+import { badName, FLAGS } from "../src/cli/_flag_values.ts";
 import { failureMessage } from "../src/cli/_commands.ts";
 import { manualClock } from "./_helpers.ts";
 
@@ -185,6 +185,26 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
       ok(!result.stderr.includes("    at "), "no stack trace");
       ok(!result.stderr.includes("Hunter2"), "no password of an address");
     });
+  }
+});
+
+Deno.test("a name for a field or a query parameter may end with a mark, as words of many scripts do, and may not begin with one or have a space, control, format character or blank filler at an end (r222a F3: 'วันที่', 'राशि', NFD 'café' were refused)", () => {
+  for (const name of ["วันที่", "राशि", "cafe\u0301", "first name", "❤️", "id"]) {
+    equal(badName(name), false, name);
+  }
+  for (
+    const name of [
+      "",
+      " id",
+      "id\t",
+      "\u0301id",
+      "id\u034f",
+      "\u3164id",
+      "id\x01",
+      "\u200bid",
+    ]
+  ) {
+    equal(badName(name), true, JSON.stringify(name));
   }
 });
 

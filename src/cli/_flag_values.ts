@@ -112,13 +112,18 @@ export function fieldName(flag: string, value: string | undefined) {
 }
 
 /**
- * A name no field or parameter has: blank, or at either end a space, a control, format or unassigned character, a mark,
- * or a filler that shows nothing (r220a F4, r221a F3: `\x01`, U+034F, U+3164 passed).
+ * A name no field or parameter has: blank, or at either end a space, a control, format or unassigned character or a
+ * filler that shows nothing, or first a mark with nothing to mark (r220a F4, r221a F3: `\x01`, U+034F, U+3164 passed;
+ * r222a F3: a mark last ends words of many scripts, "วันที่", "राशि").
  */
 export const badName = (name: string) => BAD_NAME.test(name);
 
-const SHOWS_NOTHING = String.raw`[\s\p{C}\p{M}\u115f\u1160\u2800\u3164\uffa0]`;
-const BAD_NAME = new RegExp(`^(?:${SHOWS_NOTHING}|$)|${SHOWS_NOTHING}$`, "u");
+const SHOWS_NOTHING = String
+  .raw`\s\p{Cc}\p{Cf}\p{Cn}\p{Cs}\u034f\u115f\u1160\u2800\u3164\uffa0`;
+const BAD_NAME = new RegExp(
+  `^(?:[${SHOWS_NOTHING}\\p{M}]|$)|[${SHOWS_NOTHING}]$`,
+  "u",
+);
 
 /**
  * The one argument a command takes, a path naming something.

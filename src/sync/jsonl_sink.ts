@@ -435,10 +435,7 @@ class JsonlCopy {
     const run = this.#lock?.token ?? this.#token;
     // Its temporary file gone: the run that took a paused run's lock over removed it as a dead run's.
     await replaceFile(this.#files.side, sideFileText(next), run).catch(
-      async (error) => {
-        await this.#lock?.assertHeld();
-        throw error;
-      },
+      (error) => this.#lostOr(error),
     );
     this.#committed = next;
   }
