@@ -142,18 +142,35 @@ function numbersAt(n: number) {
   };
 }
 
-Deno.test("JSONL sink: a run whose lock was taken over while it was paused stops before writing, and its release leaves the new holder's lock", async () => {
-  const path = await fresh("paused.jsonl");
-  const checkpoint = { ...numbersAt(1), complete: false };
+/** The context of a sweep window that begins and ends cycle 1, removing what it lacks. */
+const wholeCycle = (keyOf: (item: unknown) => { value: string; id: string }) =>
+  ({
+    cycle: 1,
+    phase: "sweep",
+    changes: false,
+    keyOf,
+    beginsCycle: true,
+    endsCycle: { deletes: "remove", maxDeletes: 1 },
+  }) as const;
+
+/** A run's sink holding `path`'s lock, paused (Ctrl-Z) past the stale time, and the sink of a run that took it over. */
+async function takenOver(path: string) {
   const paused = createJsonlSink(path);
   const lock = await paused.lock!();
   await paused.load();
-  // Paused (Ctrl-Z) past the stale time: its lock stops being refreshed.
+  // Paused past the stale time: its lock stops being refreshed.
   const past = new Date(Date.now() - 60_000);
   await Deno.utime(`${path}.lock`, past, past);
   const cron = createJsonlSink(path);
   const cronLock = await cron.lock!();
   await cron.load();
+  return { paused, lock, cron, cronLock };
+}
+
+Deno.test("JSONL sink: a run whose lock was taken over while it was paused stops before writing, and its release leaves the new holder's lock", async () => {
+  const path = await fresh("paused.jsonl");
+  const checkpoint = { ...numbersAt(1), complete: false };
+  const { paused, lock, cron, cronLock } = await takenOver(path);
   await cron.write([{ n: 1 }], checkpoint, ["1"]);
   const before = await snapshot(path);
   await refused(paused.write([{ n: 2 }], checkpoint, ["2"]), "lock-lost");
@@ -206,24 +223,10 @@ Deno.test("JSONL sink: a run paused while another took the copy over and rewrote
   };
   const items = [1, 2, 3].map((n) => ({ n })), ids = ["1", "2", "3"];
   await createJsonlSink(path).write(items, numbersAt(3), ids);
-  const paused = createJsonlSink(path);
-  const lock = await paused.lock!();
-  await paused.load();
-  const past = new Date(Date.now() - 60_000);
-  await Deno.utime(`${path}.lock`, past, past);
-  const cron = createJsonlSink(path);
-  const cronLock = await cron.lock!();
-  await cron.load();
+  const { paused, lock, cron, cronLock } = await takenOver(path);
   // A whole cycle in one window: the copy renamed over, its lines longer.
   const longer = items.map(({ n }) => ({ n, note: "x".repeat(20) }));
-  await cron.write(longer, numbersAt(3), ids, {
-    cycle: 1,
-    phase: "sweep",
-    changes: false,
-    keyOf,
-    beginsCycle: true,
-    endsCycle: { deletes: "remove", maxDeletes: 1 },
-  });
+  await cron.write(longer, numbersAt(3), ids, wholeCycle(keyOf));
   await refused(Array.fromAsync(paused.liveRows!(2, keyOf)), "lock-lost");
   await refused(paused.holds!(["1"], keyOf), "lock-lost");
   await lock[Symbol.asyncDispose]();
@@ -263,15 +266,8 @@ Deno.test("JSONL sink: a run whose lock another took over, rewriting the copy, w
       }
       return { value: String(n), id: String(n) };
     };
-    const context = {
-      cycle: 1,
-      phase: "sweep",
-      changes: false,
-      keyOf,
-      beginsCycle: true,
-      endsCycle: { deletes: "remove", maxDeletes: 1 },
-    } as const;
     const window = [{ n: 1 }, { n: 2 }];
+    const context = wholeCycle(keyOf);
     const write = paused.write(window, numbersAt(12_000), ["1", "2"], context);
     await refused(write, reason);
     equal(armed, false, `${name}: changed while the end read the copy`);
