@@ -118,8 +118,10 @@ export function fieldName(flag: string, value: string | undefined) {
  */
 export const badName = (name: string) => BAD_NAME.test(name);
 
+// Marks that show nothing count at the end too: U+034F, variation selectors (r223a F3); private use shows a box or
+// nothing (r223a F4).
 const SHOWS_NOTHING = String
-  .raw`\s\p{Cc}\p{Cf}\p{Cn}\p{Cs}\u034f\u115f\u1160\u2800\u3164\uffa0`;
+  .raw`\s\p{C}\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164\ufe00-\ufe0f\uffa0\u{e0100}-\u{e01ef}`;
 const BAD_NAME = new RegExp(
   `^(?:[${SHOWS_NOTHING}\\p{M}]|$)|[${SHOWS_NOTHING}]$`,
   "u",
