@@ -1504,6 +1504,35 @@ Deno.test("quota bucket names quoting the client secret or the access token the 
   }
 });
 
+Deno.test("an answer holding thousands of token fields hides the token it issues though it hides at most 8 of them (r223a F1: each cost a redaction of every text, 9 s for 64 KiB)", async () => {
+  const accessToken = "tok_AbCdEfGhIjKl0123456789";
+  const decoys = Array.from(
+    { length: 2400 },
+    (_, i) => ({ id_token: `i${String(i).padStart(7, "0")}` }),
+  );
+  const body = JSON.stringify({
+    x: decoys,
+    access_token: accessToken,
+    token_type: "Bearer",
+    expires_in: 0,
+  });
+  await using endpoint = loopbackTokenEndpoint(() =>
+    new Response(body, {
+      headers: { "idp-client-quota-limit": `b=${accessToken};q=10;r=9;t=300` },
+    })
+  );
+  const error = await requestToken({
+    ...endpoint.options,
+    clientId: "c",
+    clientSecret: "s3cr3t-of-the-client",
+  })
+    .then(() => undefined, (error: unknown) => error);
+  ok(error instanceof TokenRequestError, String(error));
+  assertClean(inspect(error, { showHidden: true, depth: 10 }), [
+    accessToken.slice(4),
+  ]);
+});
+
 Deno.test("a token answer refused or malformed that holds an access token all the same (in its error texts, a header, its base64) gets it into no error: message, code, description, response headers, also cut short, as a refresh or id token, or written as PHP writes it (r172b F1, r172d F3: the token was quoted whole)", async () => {
   const token = "tok_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789";
   const answers: [number, string][] = [

@@ -19,7 +19,6 @@ import { readQuotaBuckets } from "../core/_quota_parse.ts";
 import {
   cleanResponse,
   escapeControls,
-  redactable,
   redactedWhole,
   type Secret,
   serverText,
@@ -37,6 +36,7 @@ import { fieldsOf, given, tried } from "../core/_check.ts";
 import { type Deadline, ownDeadlines } from "../core/_deadlines.ts";
 import type { ProviderConfig, TokenEndpoint } from "./_endpoint.ts";
 import { tokenHint } from "./_failure.ts";
+import { answerTokens } from "./_answer_tokens.ts";
 import { isRetryable, quotaRetryAt } from "./_policy.ts";
 import {
   isAccessToken,
@@ -220,7 +220,7 @@ export function processTokenAnswer(
 ): IssuedToken {
   const body = jsonObject(text);
   // An answer refused or malformed may hold a token all the same: its texts and headers hide it (r172b F1).
-  const seen = answering(endpoint, text);
+  const seen = answering(endpoint, text, body);
   const header = response.headers.get(endpoint.quotaHeader);
   // Hidden from the buckets' names too, on a success: the token it issues (r216a F1: `b=<token>` reached the token,
   // its events and snapshots).
@@ -263,40 +263,17 @@ export function processTokenAnswer(
   });
 }
 
-/**
- * `endpoint`, with the tokens an answer's text holds among the secrets its texts hide: the values of `access_token`,
- * `refresh_token` and `id_token`, in the text (cut short too: r172d F3) or in JSON it quotes (`\"` or `\u0022` for its
- * quotes), a name's characters as `\u00XX` too (r217b F1, r220a F3), each value read once, as JSON reads it (r221a F1).
- */
-function answering(endpoint: TokenEndpoint, text: string): TokenEndpoint {
-  const unquoted = text.replace(/\\(["\\])/g, "$1");
-  const unescaped = text.replace(/\\u0022/gi, '"').replace(/\\u005c/gi, "\\");
-  const texts = [text, unquoted, unescaped];
-  const found = texts.flatMap((it) => [...it.matchAll(TOKEN_FIELD)]);
-  const tokens = new Set(
-    found.map((match) => tried(() => JSON.parse(match[1]!)))
-      .filter((token) => typeof token === "string" && redactable(token)),
-  );
-  if (tokens.size === 0) return endpoint;
+/** `endpoint`, with the tokens an answer holds among the secrets its texts hide. */
+function answering(
+  endpoint: TokenEndpoint,
+  text: string,
+  body: Record<string, unknown> | undefined,
+): TokenEndpoint {
+  const tokens = answerTokens(text, body);
+  if (tokens.length === 0) return endpoint;
   const secrets = { value: [...endpoint.secrets, ...tokens] };
   return Object.create(endpoint, { secrets }); // `where` stays lazy
 }
-
-/** `word` in a JSON string, any character as itself or as `\u00XX` (hex in either case). */
-const spelled = (word: string) =>
-  [...word].map((char) => {
-    const hex = char.charCodeAt(0).toString(16).padStart(4, "0")
-      .replace(/[a-f]/g, (digit) => `[${digit}${digit.toUpperCase()}]`);
-    return `(?:${char}|\\\\u${hex})`;
-  }).join("");
-
-/** A token field's name, then its string value: a name first (one pattern for any name took 6 s on 64 KiB: r222a F1). */
-const TOKEN_FIELD = new RegExp(
-  `"(?:${["access", "refresh", "id"].map(spelled).join("|")})${
-    spelled("_token")
-  }"\\s*:\\s*("(?:[^"\\\\]|\\\\.)+")`,
-  "g",
-);
 
 /** The one builder of {@linkcode QuotaExceededError}: for a 429, and for a block still in force. */
 export function quotaExceeded(

@@ -1,0 +1,46 @@
+// Internal: the tokens a token endpoint's answer holds, to hide them from every text of it (its errors, its quota
+// buckets' names), however the answer writes them.
+
+import { redactable } from "../core/_redact.ts";
+import { tried } from "../core/_check.ts";
+
+/** The most tokens an answer's texts hide: a real answer holds three; each costs a redaction of every text. */
+const MOST = 8;
+
+/**
+ * The values of `access_token`, `refresh_token` and `id_token` in `text` (cut short too: r172d F3) or in JSON it quotes
+ * (`\"` or `\u0022` for its quotes), a name's characters as `\u00XX` too (r217b F1, r220a F3), each value read once,
+ * as JSON reads it (r221a F1); `body`'s own `access_token` first, and at most {@linkcode MOST} (r223a F1: 4,000 in
+ * 64 KiB took 9 s).
+ */
+export function answerTokens(
+  text: string,
+  body: Record<string, unknown> | undefined,
+): string[] {
+  const unquoted = text.replace(/\\(["\\])/g, "$1");
+  const unescaped = text.replace(/\\u0022/gi, '"').replace(/\\u005c/gi, "\\");
+  const texts = [text, unquoted, unescaped];
+  const found = texts.flatMap((it) => [...it.matchAll(TOKEN_FIELD)]);
+  const values = found.map((match) => tried(() => JSON.parse(match[1]!)));
+  return [...new Set([body?.access_token, ...values])]
+    .filter((token): token is string =>
+      typeof token === "string" && redactable(token)
+    )
+    .slice(0, MOST);
+}
+
+/** `word` in a JSON string, any character as itself or as `\u00XX` (hex in either case). */
+const spelled = (word: string) =>
+  [...word].map((char) => {
+    const hex = char.charCodeAt(0).toString(16).padStart(4, "0")
+      .replace(/[a-f]/g, (digit) => `[${digit}${digit.toUpperCase()}]`);
+    return `(?:${char}|\\\\u${hex})`;
+  }).join("");
+
+/** A token field's name, then its string value: a name first (one pattern for any name took 6 s on 64 KiB: r222a F1). */
+const TOKEN_FIELD = new RegExp(
+  `"(?:${["access", "refresh", "id"].map(spelled).join("|")})${
+    spelled("_token")
+  }"\\s*:\\s*("(?:[^"\\\\]|\\\\.)+")`,
+  "g",
+);
