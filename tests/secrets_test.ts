@@ -1504,33 +1504,38 @@ Deno.test("quota bucket names quoting the client secret or the access token the 
   }
 });
 
-Deno.test("an answer holding thousands of token fields hides the token it issues though it hides at most 8 of them (r223a F1: each cost a redaction of every text, 9 s for 64 KiB)", async () => {
+Deno.test("an answer holding many token fields hides every one of them, the one it issues and one its error quotes after decoys too (r224a F1: a cap of 8 let decoys push the real one out)", async () => {
   const accessToken = "tok_AbCdEfGhIjKl0123456789";
   const decoys = Array.from(
-    { length: 2400 },
-    (_, i) => ({ id_token: `i${String(i).padStart(7, "0")}` }),
+    { length: 20 },
+    (_, i) => ({ id_token: `decoy_${String(i).padStart(7, "0")}` }),
   );
-  const body = JSON.stringify({
-    x: decoys,
-    access_token: accessToken,
-    token_type: "Bearer",
-    expires_in: 0,
-  });
-  await using endpoint = loopbackTokenEndpoint(() =>
-    new Response(body, {
-      headers: { "idp-client-quota-limit": `b=${accessToken};q=10;r=9;t=300` },
-    })
-  );
-  const error = await requestToken({
-    ...endpoint.options,
-    clientId: "c",
-    clientSecret: "s3cr3t-of-the-client",
-  })
-    .then(() => undefined, (error: unknown) => error);
-  ok(error instanceof TokenRequestError, String(error));
-  assertClean(inspect(error, { showHidden: true, depth: 10 }), [
-    accessToken.slice(4),
-  ]);
+  for (const status of [200, 400]) {
+    const body = JSON.stringify({
+      x: decoys,
+      error: "invalid_grant",
+      error_description: `issued ${accessToken}`,
+      data: { access_token: accessToken },
+      ...(status === 200 && { access_token: accessToken, expires_in: 0 }),
+    });
+    await using endpoint = loopbackTokenEndpoint(() =>
+      new Response(body, {
+        status,
+        headers: {
+          "idp-client-quota-limit": `b=${accessToken};q=10;r=9;t=300`,
+          "x-debug": accessToken,
+        },
+      })
+    );
+    const error = await requestToken({
+      ...endpoint.options,
+      clientId: "c",
+      clientSecret: "s3cr3t-of-the-client",
+    }).then(() => undefined, (error: unknown) => error);
+    ok(error instanceof TokenRequestError, String(error));
+    const shown = inspect(error, { showHidden: true, depth: 10 });
+    assertClean(shown, [accessToken.slice(4)]);
+  }
 });
 
 Deno.test("a token answer refused or malformed that holds an access token all the same (in its error texts, a header, its base64) gets it into no error: message, code, description, response headers, also cut short, as a refresh or id token, or written as PHP writes it (r172b F1, r172d F3: the token was quoted whole)", async () => {
