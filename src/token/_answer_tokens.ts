@@ -7,20 +7,16 @@ import { tried } from "../core/_check.ts";
 /**
  * The values of `access_token`, `refresh_token` and `id_token` in `text` (cut short too: r172d F3) or in JSON it quotes
  * (`\"` or `\u0022` for its quotes), a name's characters as `\u00XX` too (r217b F1, r220a F3), each value read once,
- * as JSON reads it (r221a F1), and `body`'s own `access_token`. All of them: a cap let decoys push the real one out
- * (r224a F1); their cost grows with their number (r223a F1: 4,000 in 64 KiB, seconds), which one redactor for all would
- * bound.
+ * as JSON reads it (r221a F1). All of them: a cap let decoys push the real one out (r224a F1); their cost grows with
+ * their number (r223a F1: 4,000 in 64 KiB, seconds), which one redactor for all would bound.
  */
-export function answerTokens(
-  text: string,
-  body: Record<string, unknown> | undefined,
-): string[] {
+export function answerTokens(text: string): string[] {
   const unquoted = text.replace(/\\(["\\])/g, "$1");
   const unescaped = text.replace(/\\u0022/gi, '"').replace(/\\u005c/gi, "\\");
   const texts = [text, unquoted, unescaped];
   const found = texts.flatMap((it) => [...it.matchAll(TOKEN_FIELD)]);
   const values = found.map((match) => tried(() => JSON.parse(match[1]!)));
-  return [...new Set([body?.access_token, ...values])]
+  return [...new Set(values)]
     .filter((token): token is string =>
       typeof token === "string" && redactable(token)
     );

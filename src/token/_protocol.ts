@@ -220,7 +220,7 @@ export function processTokenAnswer(
 ): IssuedToken {
   const body = jsonObject(text);
   // An answer refused or malformed may hold a token all the same: its texts and headers hide it (r172b F1).
-  const seen = answering(endpoint, text, body);
+  const seen = answering(endpoint, text);
   const header = response.headers.get(endpoint.quotaHeader);
   // Hidden from the buckets' names too, on a success: the token it issues (r216a F1: `b=<token>` reached the token,
   // its events and snapshots).
@@ -264,12 +264,8 @@ export function processTokenAnswer(
 }
 
 /** `endpoint`, with the tokens an answer holds among the secrets its texts hide. */
-function answering(
-  endpoint: TokenEndpoint,
-  text: string,
-  body: Record<string, unknown> | undefined,
-): TokenEndpoint {
-  const tokens = answerTokens(text, body);
+function answering(endpoint: TokenEndpoint, text: string): TokenEndpoint {
+  const tokens = answerTokens(text);
   if (tokens.length === 0) return endpoint;
   const secrets = { value: [...endpoint.secrets, ...tokens] };
   return Object.create(endpoint, { secrets }); // `where` stays lazy
