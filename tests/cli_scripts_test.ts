@@ -9,7 +9,7 @@ import { loopbackApi } from "./_loopback_api.ts";
 import { csvField } from "../src/cli/_output.ts";
 import { parseEnvFile } from "../src/cli/_env_file.ts";
 import { freshTarget } from "./_sync_fake.ts";
-import { escapeControls } from "../src/core/_redact.ts";
+import { escapeControls } from "../src/core/_controls.ts";
 
 Deno.test("--format csv writes RFC 4180 with one header; --fields picks columns in every format", async () => {
   await using api = await startFakePartnerApi({ items: { organizations: 5 } });

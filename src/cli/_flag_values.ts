@@ -1,6 +1,6 @@
 // Internal: the checked values of flags several commands take, and the error for a caller's mistake. Pure.
 
-import { escapeControls } from "../core/_redact.ts";
+import { escapeControls } from "../core/_controls.ts";
 import { MAX_CONCURRENCY, MAX_LIMIT } from "./_help.ts";
 import type { parseArgs, ParseArgsConfig } from "node:util";
 

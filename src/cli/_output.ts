@@ -2,7 +2,7 @@
 
 import type { Format } from "./_list_plan.ts";
 import type { CliWriter } from "./io.ts";
-import { escapeControls } from "../core/_redact.ts";
+import { escapeControls } from "../core/_controls.ts";
 import { fieldsOf } from "../core/_check.ts";
 import { layOut, row, safeJson, table } from "./_render.ts";
 

@@ -1,7 +1,7 @@
 // Internal: how the command-line tool shows things to a person.
 
 import type { QuotaBucket } from "../core/quota.ts";
-import { escapeControls } from "../core/_redact.ts";
+import { escapeControls } from "../core/_controls.ts";
 import { cut } from "../core/_check.ts";
 import { fitted } from "./_columns.ts";
 import type { CliWriter } from "./io.ts";

@@ -12,12 +12,9 @@ import {
 import { createTokenProvider } from "../token/mod.ts";
 import type { Environment } from "../core/environment.ts";
 import type { SessionFlags } from "./_plan.ts";
-import {
-  escapeControls,
-  handedBy,
-  redactable,
-  secretsOf,
-} from "../core/_redact.ts";
+import { escapeControls } from "../core/_controls.ts";
+import { handedBy, secretsOf } from "../core/_redact.ts";
+import { redactable } from "../core/_secret_runs.ts";
 import { shownLine } from "./_shown.ts";
 import type { CliIo, CliWriter } from "./io.ts";
 import type { clearCache, openCache } from "./_cache.ts";

@@ -1,7 +1,9 @@
 // The command-line tool (public through ./cli): `main` plans a command line, carries it out, reports a failure in one
 // line; and the process it runs in as a program.
 
-import { escapeControls, redact, redactable } from "../core/_redact.ts";
+import { escapeControls } from "../core/_controls.ts";
+import { redact } from "../core/_redact.ts";
+import { redactable } from "../core/_secret_runs.ts";
 import { requireDeno, tried } from "../core/_check.ts";
 import { VERSION } from "../core/_version.ts";
 import { type Plan, plan } from "./_plan.ts";

@@ -5,14 +5,13 @@ import { tried } from "./_check.ts";
 import { formEncode, UTF8 } from "./_encoding.ts";
 import {
   BASE64_RUN,
-  holdsRun,
   readings,
   redact,
-  redactable,
   REDACTED,
   redactInPlace,
   type Secret,
 } from "./_redact.ts";
+import { holdsRun, redactable } from "./_secret_runs.ts";
 
 /** What stands for a caller's text (an option's name, a value) holding a token or a run of the secret. */
 const NOT_SHOWN = "[not shown]";

@@ -12,30 +12,13 @@ import {
   unescaped,
 } from "./_encoding.ts";
 import { cut, tried } from "./_check.ts";
+import { CONTROLS } from "./_controls.ts";
+import { holdsAny, redactable, runIndex, variants } from "./_secret_runs.ts";
 
 /** What stands for a secret or token that is left out. */
 export const REDACTED = "[redacted]";
 /** The most text from a server that an error carries. */
 const MAX_SERVER_TEXT = 1000;
-// Controls (C0, DEL, C1), line and paragraph separators, and the characters that show nothing yet hide, reorder or spell
-// text: direction marks, zero-width ones, the soft hyphen, invisible operators, interlinear annotation marks, the
-// combining grapheme joiner, Hangul fillers, Khmer inherent vowels, the Mongolian vowel separator, and tag characters
-// and supplementary variation selectors, each able to spell a hidden text (r176b F2; an England flag's tags are
-// escaped with them). Format characters drawn as signs (Arabic number signs, the end of ayah) and the selectors fonts
-// draw variants by (U+FE00 to U+FE0F, Mongolian U+180B to U+180D, U+180F) stay (r177).
-const CONTROLS =
-  /[\p{Cc}\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb\u{1bca0}-\u{1bca3}\u{1d173}-\u{1d17a}\u{e0001}\u{e0020}-\u{e007f}\u{e0100}-\u{e01ef}]/gu;
-
-// Written raw, service data could move the cursor, retitle the window, write the clipboard (OSC 52), or hide and
-// reorder what a person reads: every control and invisible character is shown escaped.
-/** `text` with every control and invisible character shown as `\uXXXX` (a pair of them past U+FFFF, as JSON has it). */
-export function escapeControls(text: string): string {
-  return text.replace(CONTROLS, (char) =>
-    Array.from(
-      { length: char.length },
-      (_, i) => `\\u${char.charCodeAt(i).toString(16).padStart(4, "0")}`,
-    ).join(""));
-}
 
 /**
  * What to keep out of text: a string (an access token), shown as `[redacted]`; or credentials, each shown by its name
@@ -49,22 +32,16 @@ export type Secret =
     readonly audience?: string | undefined;
   };
 
-/** Client ids and audiences shorter than this are not redacted (an audience "api" would cut every word). */
-export const MIN_REDACTED_LENGTH = 8;
-/** Whether `value`, trimmed, is long enough to be redacted ({@linkcode MIN_REDACTED_LENGTH}). */
-export const redactable = (value: string): boolean =>
-  value.trim().length >= MIN_REDACTED_LENGTH;
-
-/** Runs of this many characters of a secret make a server text unusable. */
-const SECRET_RUN = 12;
 /** Base64 runs at least this long are decoded and looked into (a whole body echoed). */
 export const BASE64_RUN = /[A-Za-z0-9+/_-]{16,}={0,2}/g;
 
-/** One secret, made ready: every form of every value, and the names they go by. */
+/** Values made ready: every form of each, the names they go by, and the runs that drop a text whole. */
 type Redactor = Readonly<ReturnType<typeof redactor>>;
 
 /** Made once per credentials object: a provider keeps one for its life. */
 const redactors = new WeakMap<object, Redactor>();
+/** Made once per list of tokens, for all of them (one each cost seconds for the thousands an answer may hold: r223a F1). */
+const tokenRedactors = new Map<string, Redactor>();
 
 /** Each provider `createTokenProvider` made, with its credentials: a client of it keeps them out of its errors too. */
 export const providerSecrets = new WeakMap<object, readonly Secret[]>();
@@ -86,8 +63,14 @@ export const handedBy = (provider: object): readonly string[] =>
 /** Per token provider, the sets noting each access token sent with it (a service may echo it): a sync run's, while it runs. */
 export const tokensNoted = new WeakMap<object, Set<Set<string>>>();
 
-function redactorOf(given: Secret): Redactor {
-  if (typeof given === "string") return redactor([[REDACTED, given]]);
+/** The redactors of `secrets`: each credentials object's own, then one for all the strings (tokens). */
+function redactorsOf(secrets: readonly Secret[]): Redactor[] {
+  const tokens = secrets.filter((s): s is string => typeof s === "string");
+  const made = secrets.filter((s) => typeof s !== "string").map(ofCredentials);
+  return tokens.length === 0 ? made : [...made, ofTokens(tokens)];
+}
+
+function ofCredentials(given: Exclude<Secret, string>): Redactor {
   const known = redactors.get(given);
   if (known !== undefined) return known;
   const { secret, clientId, audience = "" } = given;
@@ -101,25 +84,49 @@ function redactorOf(given: Secret): Redactor {
   return made;
 }
 
-/** `values` as [name, value, client id to pair it with (HTTP Basic)], the secret (or the string) first. */
+function ofTokens(tokens: readonly string[]): Redactor {
+  const key = JSON.stringify(tokens);
+  const known = tokenRedactors.get(key);
+  if (known !== undefined) return known;
+  const made = redactor(tokens.map((token) => [REDACTED, token]));
+  if (tokenRedactors.size >= 16) tokenRedactors.clear(); // a bound: tokens come and go
+  tokenRedactors.set(key, made);
+  return made;
+}
+
+/**
+ * `values` as [name, value, client id to pair it with (HTTP Basic)]: the first (the secret, or a token) and those of
+ * its name (every token) drop a text holding a run of one.
+ */
 function redactor(values: readonly (readonly [string, string, string?])[]) {
   const all: string[] = [];
-  const named = values.map(([name, value, clientId]) => {
+  const named = new Map<string, Set<string>>();
+  for (const [name, value, clientId] of values) {
     const forms = encodings(value, clientId);
-    all.push(...forms);
-    return { name, forms: new Set(forms.map((form) => form.toLowerCase())) };
-  });
+    for (const form of forms) all.push(form);
+    const own = named.get(name) ?? new Set();
+    named.set(name, own);
+    for (const form of forms) own.add(form.toLowerCase());
+  }
   // Longest first, so that no shorter form leaves part of a longer one.
   const forms = [...new Set(all)].sort((a, b) => b.length - a.length);
+  const first = values[0]![0];
   return {
     /** Any form of any value, longest first, in patterns V8 can compile. */
     patterns: patternsOf(forms),
-    /** Each value's own forms (lower case), to name a match, in the order of `patterns`. */
-    named,
-    /** The value whose runs drop a whole text (the secret, or the string). */
-    secret: values[0]![1],
+    /** Each name with its values' forms (lower case), to name a match; the first value's name first. */
+    named: [...named].map(([name, forms]) => ({ name, forms })),
+    /** The runs of the values that drop a whole text. */
+    runs: runIndex(
+      values.filter(([name]) => name === first).map(([, value]) => value),
+    ),
     /** The longest form, so that a text can be cut before it is searched. */
     longest: forms[0]?.length ?? 0,
+    /** The fewest code points of a form: a shorter text holds none (simple case folding keeps each one). */
+    shortest: forms.reduce(
+      (least, form) => Math.min(least, [...form].length),
+      Infinity,
+    ),
   };
 }
 
@@ -133,16 +140,17 @@ const MAX_PATTERN = 8192;
  */
 function patternsOf(forms: readonly string[]): (RegExp | string)[] {
   const patterns: (RegExp | string)[] = [];
-  let group: string[] = [];
+  let group: string[] = [], length = 0;
   const close = () => {
     if (group.length > 0) patterns.push(new RegExp(group.join("|"), "giu"));
     group = [];
+    length = 0;
   };
   for (const form of forms) {
     const escaped = form.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-    if (group.join("|").length + escaped.length >= MAX_PATTERN) close();
+    if (length + escaped.length + 1 >= MAX_PATTERN) close();
     if (escaped.length > MAX_PATTERN) patterns.push(form);
-    else group.push(escaped);
+    else group.push(escaped), length += escaped.length + 1;
   }
   close();
   return patterns;
@@ -170,24 +178,21 @@ function encodings(value: string, clientId?: string): string[] {
   return [...forms];
 }
 
-/** The value as read, trimmed, and with control characters as spaces. */
-function variants(secret: string): Set<string> {
-  const spaced = secret.replace(CONTROLS, " ");
-  const all = [secret, secret.trim(), spaced, spaced.trim()];
-  // Normalized by a server (NFC or NFD: alike on screen; r172b F2).
-  return new Set(all.flatMap((v) => [v, v.normalize(), v.normalize("NFD")]));
-}
-
 /** Replaces each secret, in each of its forms and any case, and base64 runs holding one, with its name. */
 export function redact(text: string, secrets: readonly Secret[]): string {
+  return redactedBy(text, redactorsOf(secrets));
+}
+
+function redactedBy(text: string, made: readonly Redactor[]): string {
   let clean = text;
-  for (const secret of secrets) {
-    const made = redactorOf(secret);
-    if (made.patterns.length === 0) continue;
+  for (const redactor of made) {
+    if (redactor.patterns.length === 0) continue;
     // Whole runs first: a value's own base64 may sit aligned inside one.
-    clean = clean.replace(BASE64_RUN, (r) => decodedHolding(r, made) ?? r);
-    for (const pattern of made.patterns) {
-      clean = clean.replaceAll(pattern, (match) => nameOf(made, match));
+    clean = clean.replace(BASE64_RUN, (r) => decodedHolding(r, redactor) ?? r);
+    // Each pattern is compiled as first used: a short text (a bucket's name) need not pay for a new token's.
+    if (clean.length < redactor.shortest) continue;
+    for (const pattern of redactor.patterns) {
+      clean = clean.replaceAll(pattern, (match) => nameOf(redactor, match));
     }
   }
   return clean;
@@ -209,7 +214,7 @@ function decodedHolding(run: string, made: Redactor): string | undefined {
           : decoded.match(pattern) ?? []
       ).map((match) => nameOf(made, match)),
     );
-    if (holdsRun(decoded, made.secret)) found.add(made.named[0]!.name);
+    if (holdsAny(decoded, made.runs)) found.add(made.named[0]!.name);
     // The most sensitive name it holds: the secret's comes first.
     const name = made.named.find(({ name }) => found.has(name))?.name;
     if (name !== undefined) return name;
@@ -250,68 +255,29 @@ export function serverText(
   max: number = MAX_SERVER_TEXT,
   more = "…",
 ): string {
+  const made = redactorsOf(secrets);
   // Past `max` and every form's length is cut anyway: unsearched (a body may be megabytes).
-  const reach = max + Math.max(0, ...secrets.map((s) => redactorOf(s).longest));
-  const clean = redactedWhole(text.slice(0, reach + 1), secrets);
+  const reach = max + Math.max(0, ...made.map(({ longest }) => longest));
+  const clean = wholeOrDropped(text.slice(0, reach + 1), made);
   return cut(clean.replace(CONTROLS, " "), max, more);
 }
 
-/** `text` redacted ({@linkcode redact}), or dropped whole while it still holds {@linkcode SECRET_RUN} characters of a secret. */
+/** `text` redacted ({@linkcode redact}), or dropped whole while it still holds a run of a secret or token (12 characters). */
 export function redactedWhole(text: string, secrets: readonly Secret[]) {
-  const redacted = redact(text, secrets);
+  return wholeOrDropped(text, redactorsOf(secrets));
+}
+
+function wholeOrDropped(text: string, made: readonly Redactor[]): string {
+  const redacted = redactedBy(text, made);
   // Escapes mixed in, undone: no list of forms holds every mix (r172d F1). Read strictly too, once and twice (JSON in
   // JSON), composed as the secret is (NFC): secrets with a backslash before an NFD or astral character came through.
   const readings = [unescaped(unescaped(redacted)), strictlyUnescaped(redacted)]
     .flatMap((read) => [read, strictlyUnescaped(read)])
     .map((reading) => reading.normalize());
-  const held = secrets.map((s) => redactorOf(s).secret).some((secret) => {
-    const composed = secret.normalize();
-    return holdsRun(redacted, secret) ||
-      readings.some((plain) =>
-        holdsRun(plain, composed) ||
-        (redactable(secret) && plain.includes(composed))
-      );
-  });
+  const texts = [...new Set([redacted, ...readings])];
+  const held = made.some(({ runs }) => texts.some((t) => holdsAny(t, runs)));
   return held ? REDACTED : redacted;
 }
-
-/** Whether `text` holds a run of {@linkcode SECRET_RUN} characters of the secret, in any case (a hex secret's too). */
-export function holdsRun(text: string, secret: string): boolean {
-  const lower = text.toLowerCase();
-  const runs = secret.length > LONG_SECRET ? runsOf(secret) : undefined;
-  const own = runs === undefined ? variants(secret.toLowerCase()) : [lower];
-  for (const run of runsIn(own)) {
-    if (runs === undefined ? lower.includes(run) : runs.has(run)) return true;
-  }
-  return false;
-}
-
-/** Each run of {@linkcode SECRET_RUN} characters of `texts`, in order. */
-function* runsIn(texts: Iterable<string>) {
-  for (const text of texts) {
-    for (let at = 0; at + SECRET_RUN <= text.length; at++) {
-      yield text.slice(at, at + SECRET_RUN);
-    }
-  }
-}
-
-/**
- * Past this length of a secret, the text's runs are looked up in a set of the secret's: searching the text for each of
- * the secret's is quadratic (seconds for a 60 KB token in a 60 KB text). Shorter, the runtime's own search is faster
- * (measured side by side: equal at about 1,000).
- */
-const LONG_SECRET = 1000;
-
-/** The runs of each of a secret's variants, lower-cased: made once per secret (a few are in use at a time). */
-function runsOf(secret: string): Set<string> {
-  let runs = madeRuns.get(secret);
-  if (runs !== undefined) return runs;
-  runs = new Set(runsIn(variants(secret.toLowerCase())));
-  if (madeRuns.size >= 64) madeRuns.clear(); // a bound: tokens come and go
-  madeRuns.set(secret, runs);
-  return runs;
-}
-const madeRuns = new Map<string, Set<string>>();
 
 /**
  * Keeps a client's credentials, and each access token it sends until `stop`, out of text (a service may echo them in

@@ -1,14 +1,14 @@
 // Internal: the tokens a token endpoint's answer holds, to hide them from every text of it (its errors, its quota
 // buckets' names), however the answer writes them.
 
-import { redactable } from "../core/_redact.ts";
+import { redactable } from "../core/_secret_runs.ts";
 import { tried } from "../core/_check.ts";
 
 /**
  * The values of `access_token`, `refresh_token` and `id_token` in `text` (cut short too: r172d F3) or in JSON it quotes
  * (`\"` or `\u0022` for its quotes), a name's characters as `\u00XX` too (r217b F1, r220a F3), each value read once,
- * as JSON reads it (r221a F1). All of them: a cap let decoys push the real one out (r224a F1); their cost grows with
- * their number (r223a F1: 4,000 in 64 KiB, seconds), which one redactor for all would bound.
+ * as JSON reads it (r221a F1). All of them: a cap let decoys push the real one out (r224a F1); one redactor is made
+ * for all of them (one each cost 50 s for 2,400 in 62 KB: r223a F1).
  */
 export function answerTokens(text: string): string[] {
   const unquoted = text.replace(/\\(["\\])/g, "$1");

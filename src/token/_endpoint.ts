@@ -3,7 +3,8 @@
 import type { Environment } from "../core/environment.ts";
 import { QUOTA_HEADER } from "../core/quota.ts";
 import { displayUrl, secureUrl } from "../core/_url.ts";
-import { redact, redactable, type Secret } from "../core/_redact.ts";
+import { redact, type Secret } from "../core/_redact.ts";
+import { redactable } from "../core/_secret_runs.ts";
 import { secretOutOfChecks } from "../core/_option_secrets.ts";
 import {
   checkNumber,

@@ -16,9 +16,9 @@ import {
 import type { TokenRequestEvent, TokenRetryEvent } from "../core/events.ts";
 import type { QuotaBucket } from "../core/quota.ts";
 import { readQuotaBuckets } from "../core/_quota_parse.ts";
+import { escapeControls } from "../core/_controls.ts";
 import {
   cleanResponse,
-  escapeControls,
   redactedWhole,
   type Secret,
   serverText,
