@@ -1423,7 +1423,7 @@ Deno.test("a reason phrase (statusText) quoting the client secret, kept by the r
   assertClean(inspect(error, { showHidden: true, depth: 10 }), [clientSecret]);
 });
 
-Deno.test("quota bucket names quoting the client secret or the access token the answer carries (the token endpoint's quota header) reach no event, snapshot, provider field, token or error: each is redacted like other server text (r168b F4: 3 surfaces on a 200, 5 on a 429; r216a F1: the token, on a 200 and a malformed one; r217b F1, r220a F3, r221a F1: its name written with an escape, in a body cut short, nested or quoted too, and a token holding a backslash written as an escape; r222a F2: quoted with \\u0022)", async () => {
+Deno.test("quota bucket names quoting the client secret or the access token the answer carries (the token endpoint's quota header) reach no event, snapshot, provider field, token or error: each is redacted like other server text (r168b F4: 3 surfaces on a 200, 5 on a 429; r216a F1: the token, on a 200 and a malformed one; r217b F1, r220a F3, r221a F1: its name written with an escape, in a body cut short, nested or quoted too, and a token holding a backslash written as an escape; r222a F2: quoted with \\u0022; r223a F2: quoted twice, or with escapes mixed)", async () => {
   const clientId = "partner-client-10", clientSecret = "s3cr3t-bucket-7e3";
   const accessToken = "tok_AbCdEfGhIjKl0123456789";
   // The token's name as JSON writes it, escaped, and so in a body cut short or nested in another field (r220a F3);
@@ -1436,6 +1436,8 @@ Deno.test("quota bucket names quoting the client secret or the access token the 
     "escaped, holding a backslash",
     "escaped, quoted",
     "quoted in \\u0022",
+    "quoted twice",
+    "quoted, escapes mixed",
   ];
   const answers = ([[200, 3600], [200, 0], [429, 3600]] as const).flatMap((
     [status, expiresIn],
@@ -1450,12 +1452,17 @@ Deno.test("quota bucket names quoting the client secret or the access token the 
       expires_in: expiresIn,
     };
     let body = JSON.stringify(
-      form.endsWith("nested")
-        ? { last: fields }
+      form.endsWith("nested") ? { last: fields } : form.endsWith("twice")
+        ? {
+          error: "x",
+          error_description: JSON.stringify({ sent: JSON.stringify(fields) }),
+        }
         : form.includes("quoted")
         ? { error: "x", error_description: JSON.stringify(fields) }
         : fields,
     );
+    // One quote as `\u0022`, the others as `\"`: neither undone alone reads the name (r223a F2).
+    if (form.endsWith("mixed")) body = body.replace('\\"', "\\u0022");
     if (form.startsWith("escaped")) {
       body = body.replace("access_token", "access\\u005ftoken");
     }

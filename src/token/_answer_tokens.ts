@@ -10,16 +10,37 @@ import { tried } from "../core/_check.ts";
  * as JSON reads it (r221a F1). All of them: a cap let decoys push the real one out (r224a F1); one redactor is made
  * for all of them (one each cost 50 s for 2,400 in 62 KB: r223a F1).
  */
-export function answerTokens(text: string): string[] {
+export function answerTokens(text: string, depth = 0): string[] {
   const unquoted = text.replace(/\\(["\\])/g, "$1");
   const unescaped = text.replace(/\\u0022/gi, '"').replace(/\\u005c/gi, "\\");
   const texts = [text, unquoted, unescaped];
   const found = texts.flatMap((it) => [...it.matchAll(TOKEN_FIELD)]);
   const values = found.map((match) => tried(() => JSON.parse(match[1]!)));
-  return [...new Set(values)]
+  // JSON quoted in a string of the answer, twice or with escapes mixed (`\u0022` and `\"`: r223a F2), read as parsed.
+  const nested = depth < MAX_DEPTH
+    ? quotedJson(text).flatMap((quoted) => answerTokens(quoted, depth + 1))
+    : [];
+  return [...new Set([...values, ...nested])]
     .filter((token): token is string =>
       typeof token === "string" && redactable(token)
     );
+}
+
+/** How many times JSON quoted in JSON is read: a token endpoint's error quoting a request that quoted another. */
+const MAX_DEPTH = 3;
+
+/** The strings of `text` parsed as JSON that may hold a token field (walked without recursion: any depth of arrays). */
+function quotedJson(text: string): string[] {
+  const strings: string[] = [], left = [tried(() => JSON.parse(text))];
+  while (left.length > 0) {
+    const value = left.pop();
+    if (typeof value === "string" && /token|\\u00/i.test(value)) {
+      strings.push(value);
+    } else if (typeof value === "object" && value !== null) {
+      for (const item of Object.values(value)) left.push(item);
+    }
+  }
+  return strings;
 }
 
 /** `word` in a JSON string, any character as itself or as `\u00XX` (hex in either case). */
