@@ -433,6 +433,33 @@ Deno.test("pageSearchParams() writes the service's parameter names", () => {
   );
 });
 
+Deno.test("pageSearchParams() refuses a request built by hand that paginate() would refuse, typed and naming the field (r216b F3: page -1 was written as it was)", () => {
+  const bad: [Partial<PageRequest>, ErrorConstructor, string][] = [
+    [{ page: -1 }, RangeError, "page"],
+    [{ page: 0 }, RangeError, "page"],
+    [{ limit: 2.5 }, RangeError, "limit"],
+    [{ limit: Infinity }, RangeError, "limit"],
+    [{ page: "2" as unknown as number }, TypeError, "page"],
+    [{ sortDirection: "asc" as "ASC" }, TypeError, "sortDirection"],
+    [{ sortBy: "-date" }, TypeError, "sortBy"],
+    [{ sortBy: " " }, TypeError, "sortBy"],
+    [{ priority: "urgent" as "high" }, TypeError, "priority"],
+  ];
+  for (const [fields, kind, option] of bad) {
+    throws(
+      () => pageSearchParams({ page: 1, limit: 10, ...fields }),
+      (error: Error) =>
+        error instanceof kind && Reflect.get(error, "option") === option,
+      JSON.stringify(fields),
+    );
+  }
+  throws(
+    () => pageSearchParams(null as unknown as PageRequest),
+    (error: Error) =>
+      error instanceof TypeError && Reflect.get(error, "option") === "request",
+  );
+});
+
 Deno.test("collect() stops at its cap and needs one", async () => {
   const list = pagedList(1_000_000);
   deepStrictEqual(

@@ -240,15 +240,19 @@ function countLimit(value: number | undefined, field: string): number {
 }
 
 /** What each page request carries, when given: the sort and the priority. */
-function requestFields<T>(options: PaginateOptions<T>) {
+/** The fields a page request carries as given, each checked (`context` begins a refusal). */
+export function requestFields(
+  options: Pick<PageRequest, "sortBy" | "sortDirection" | "priority">,
+  context = CONTEXT,
+) {
   const { sortBy, sortDirection, priority } = options;
   const direction = sortDirection === undefined
     ? undefined
-    : oneOf(sortDirection, ["ASC", "DESC"] as const, CONTEXT, "sortDirection");
+    : oneOf(sortDirection, ["ASC", "DESC"] as const, context, "sortDirection");
   const by = sortBy === undefined
     ? undefined
-    : requireSortField(sortBy, CONTEXT);
-  const checked = checkPriority(priority, undefined, CONTEXT);
+    : requireSortField(sortBy, context);
+  const checked = checkPriority(priority, undefined, context);
   return given({ sortBy: by, sortDirection: direction, priority: checked });
 }
 

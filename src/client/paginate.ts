@@ -20,12 +20,19 @@
  */
 
 import {
+  checkNumber,
   given,
   numberError,
   requireOptions,
   typeError,
 } from "../core/_check.ts";
-import { CONTEXT, flatten, pageConfig, walkPages } from "./_walk.ts";
+import {
+  CONTEXT,
+  flatten,
+  pageConfig,
+  requestFields,
+  walkPages,
+} from "./_walk.ts";
 import type {
   CollectOptions,
   PageRequest,
@@ -77,6 +84,8 @@ export function paginate<T>(
 
 /**
  * Writes a page request as the service's query parameters (`sortBy`, `sortDirection` when present).
+ * @throws {RangeError} When `limit` or `page` is not a positive integer (a `TypeError` when it is no number).
+ * @throws {TypeError} For a request that is no object, or a bad `sortBy`, `sortDirection` or `priority`.
  *
  * @example Building a page address
  * ```ts
@@ -88,13 +97,20 @@ export function paginate<T>(
  * ```
  */
 export function pageSearchParams(request: PageRequest): URLSearchParams {
-  const { sortBy, sortDirection } = request;
+  // A request built by hand is checked as `paginate` checks its options (r216b F3: `page: -1` was written as it was).
+  requireOptions(request, WRITING, "request");
+  const [limit, page] = (["limit", "page"] as const).map((field) =>
+    checkNumber(request[field], undefined, "positive integer", WRITING, field)
+  );
+  const { sortBy, sortDirection } = requestFields(request, WRITING);
   return new URLSearchParams({
-    limit: String(request.limit),
-    page: String(request.page),
+    limit: String(limit),
+    page: String(page),
     ...given({ sortBy, sortDirection }),
   });
 }
+
+const WRITING = "Cannot write page parameters";
 
 /**
  * Collects an async iterable into an array, up to a required cap, and stops the iteration there.
