@@ -63,11 +63,15 @@ export const handedBy = (provider: object): readonly string[] =>
 /** Per token provider, the sets noting each access token sent with it (a service may echo it): a sync run's, while it runs. */
 export const tokensNoted = new WeakMap<object, Set<Set<string>>>();
 
-/** The redactors of `secrets`: each credentials object's own, then one for all the strings (tokens). */
+/**
+ * The redactors of `secrets`: one for all the strings (tokens) first, then each credentials object's own. Tokens first,
+ * whatever the order given: a token holding the client id or a JWT's payload naming it was cut apart by `[client_id]`,
+ * and its pieces shown (r230a F2).
+ */
 function redactorsOf(secrets: readonly Secret[]): Redactor[] {
   const tokens = secrets.filter((s): s is string => typeof s === "string");
   const made = secrets.filter((s) => typeof s !== "string").map(ofCredentials);
-  return tokens.length === 0 ? made : [...made, ofTokens(tokens)];
+  return tokens.length === 0 ? made : [ofTokens(tokens), ...made];
 }
 
 function ofCredentials(given: Exclude<Secret, string>): Redactor {

@@ -20,9 +20,9 @@ export function variants(secret: string): Set<string> {
 
 /** Whether `text` holds a run of {@linkcode SECRET_RUN} characters of the secret, in any case (a hex secret's too). */
 export function holdsRun(text: string, secret: string): boolean {
-  const lower = text.toLowerCase();
+  const lower = folded(text);
   const runs = secret.length > LONG_SECRET ? runsOf(secret) : undefined;
-  const own = runs === undefined ? variants(secret.toLowerCase()) : [lower];
+  const own = runs === undefined ? variants(folded(secret)) : [lower];
   for (const run of runsIn(own)) {
     if (runs === undefined ? lower.includes(run) : runs.has(run)) return true;
   }
@@ -49,7 +49,7 @@ const LONG_SECRET = 1000;
 function runsOf(secret: string): Set<string> {
   let runs = madeRuns.get(secret);
   if (runs !== undefined) return runs;
-  runs = new Set(runsIn(variants(secret.toLowerCase())));
+  runs = new Set(runsIn(variants(folded(secret))));
   if (madeRuns.size >= 64) madeRuns.clear(); // a bound: tokens come and go
   madeRuns.set(secret, runs);
   return runs;
@@ -70,7 +70,7 @@ export interface RunIndex {
 export function runIndex(values: readonly string[]): RunIndex {
   const runs = new Set<string>(), lengths = new Set<number>();
   for (const value of values) {
-    const own = [value, value.normalize()].map((v) => v.toLowerCase());
+    const own = [value, value.normalize()].map(folded);
     for (const variant of new Set(own.flatMap((v) => [...variants(v)]))) {
       for (const run of runsIn([variant])) runs.add(run);
     }
@@ -86,11 +86,16 @@ export function runIndex(values: readonly string[]): RunIndex {
 
 /** Whether `text`, in any case, holds a run {@linkcode runIndex} made. */
 export function holdsAny(text: string, { runs, lengths }: RunIndex): boolean {
-  const lower = text.toLowerCase();
+  const lower = folded(text);
   for (const length of lengths) {
     for (let at = 0; at + length <= lower.length; at++) {
       if (runs.has(lower.slice(at, at + length))) return true;
     }
   }
   return false;
+}
+
+/** `text` lower-cased, a final sigma as any other (its lower case hangs on what follows it: r230a F1). */
+function folded(text: string): string {
+  return text.toLowerCase().replaceAll("ς", "σ");
 }
