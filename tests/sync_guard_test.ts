@@ -919,6 +919,36 @@ async function copiedThings(
   return { list, client, options, requests: () => service.requests };
 }
 
+Deno.test("a copy a confirmed run emptied takes the list's new items, newer and older than its last item: an empty copy has nothing to lose (r231a F2: every run after was refused, 'the list holds none of the copy's rows')", async () => {
+  for (const sortDirection of ["ASC", "DESC"] as const) {
+    for (const copy of await copies(`emptied-${sortDirection}`)) {
+      const { list, client, options } = await copiedThings(copy, 3, {
+        sortDirection,
+      });
+      list.items = [];
+      const emptied = await syncList(client, "things", {
+        ...options,
+        maxDeletes: 1,
+      });
+      deepStrictEqual([counts(emptied), copy.ids()], [[0, 0, 3], []]);
+      // Around where the copy's last item stood: one item before it, two after.
+      list.items = [
+        { thingID: "t000000500" },
+        ...things(2, { suffix: "z" }).map(({ thingID }) => ({
+          thingID: `u${thingID}`,
+        })),
+      ];
+      const run = await syncList(client, "things", options);
+      deepStrictEqual(
+        [counts(run), copy.ids()],
+        [[3, 0, 0], list.items.map(({ thingID }) => thingID).sort()],
+        `${copy.kind}, ${sortDirection}`,
+      );
+      copy.database?.close();
+    }
+  }
+});
+
 Deno.test("churn is not net: 200 out and 200 in is 200 deletes, held back by the default maxDeletes", async () => {
   for (const copy of await copies("churn")) {
     const { list, client, options } = await copiedThings(copy, 1000);

@@ -283,8 +283,10 @@ function overlapCheck<T>(run: Run<T>, edge: SyncKey | null) {
     // for another list, share 1, every run).
     if (!descending && window.ids.length === 0 && !window.ended) return false;
     checked = true;
+    // An empty copy has nothing to lose (r231a F2: every run after one that emptied it was refused, its edge gone).
     return around !== undefined && !around.some((key) => key.id === edge!.id) &&
-      await holdsNone(run, around.map((key) => key.id));
+      await holdsNone(run, around.map((key) => key.id)) &&
+      !await holdsNone(run);
   };
 }
 
