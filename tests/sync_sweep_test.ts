@@ -236,6 +236,38 @@ Deno.test("pages cut short anywhere in a sweep, one or two in a row to different
   }
 });
 
+Deno.test("page 1 cut to one item three times (the head's read, the sweep's and its read again) and the page of one past it answered empty once: the run removes nothing, guard off too (r231a F1: taken as the list's end, 65 of 66 removed)", async () => {
+  for (const maxDeletes of [0.1, 1]) {
+    const items = things(66);
+    let lying = false, cut = 0, emptied = 0, asked = { limit: 0, page: 0 };
+    const service = listOf(() => items, {
+      maxLimit: 25,
+      before: (request) => (asked = request),
+      answer: (page) =>
+        !lying
+          ? page
+          : asked.limit === 1 && emptied++ === 0
+          ? []
+          : asked.page === 1 && asked.limit > 1 && cut++ < 3
+          ? page.slice(0, 1)
+          : page,
+    });
+    const sink = memorySink<Thing>();
+    const options = { id: "thingID", sink, limit: 25, maxDeletes };
+    await syncList(service.client, "things", options);
+    lying = true;
+    const run = await syncList(service.client, "things", {
+      ...options,
+      sweep: Infinity,
+    });
+    deepStrictEqual(
+      [counts(run), sink.rows.size, cut > 3 && emptied > 0],
+      [[0, 0, 0], 66, true],
+      `maxDeletes ${maxDeletes}`,
+    );
+  }
+});
+
 Deno.test("a service that cuts every page at the list's tail, or every page, below 25 items (3, 7, 12), each time it is asked: the sweep removes nothing and stops with its cycle under way, in both orders, guard on or off; served whole again, the next run's completes", async () => {
   const cases = [[3, 900, 0.1], [7, 900, 0.1], [12, 900, 0.1], [7, 0, 1]];
   for (const sortDirection of ["ASC", "DESC"] as const) {
