@@ -949,6 +949,33 @@ Deno.test("a copy a confirmed run emptied takes the list's new items, newer and 
   }
 });
 
+Deno.test("newest first, the copy's last item moved up (its sort value changed) with new items on both sides of where it stood: the same list, not another's (r231a: a copy of one row was refused at share 1, every run)", async () => {
+  type Dated = { thingID: string; d: number };
+  for (const copy of await copies("moved-edge")) {
+    let list: Dated[] = [{ thingID: "a", d: 1 }];
+    const service = listOf(() => list.toSorted((x, y) => y.d - x.d));
+    const sink = copy.sink as unknown as SyncSink<Dated>;
+    const options = {
+      id: "thingID",
+      sink,
+      sortBy: "d",
+      sortDirection: "DESC" as const,
+    };
+    await syncList(service.client, "things", options);
+    list = [{ thingID: "a", d: 5 }, { thingID: "b", d: 3 }, {
+      thingID: "c",
+      d: 0,
+    }];
+    const run = await syncList(service.client, "things", options);
+    deepStrictEqual(
+      [counts(run), copy.ids()],
+      [[2, 1, 0], ["a", "b", "c"]],
+      copy.kind,
+    );
+    copy.database?.close();
+  }
+});
+
 Deno.test("churn is not net: 200 out and 200 in is 200 deletes, held back by the default maxDeletes", async () => {
   for (const copy of await copies("churn")) {
     const { list, client, options } = await copiedThings(copy, 1000);

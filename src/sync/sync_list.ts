@@ -269,8 +269,8 @@ function heldStrays<T>(
 
 /**
  * Whether the head window over the copy's last item `edge` (newest first, the first to reach the copy) shows another
- * list: once. Holding that item, it is the same list; else (deleted, or another list answered) it must hold rows of the
- * copy there (the sink's `holds`; a sink that cannot tell is taken at its word).
+ * list: once. Holding that item, it is the same list; else (deleted, moved, or another list answered) it must hold rows
+ * of the copy, there or among its items (the sink's `holds`; a sink that cannot tell is taken at its word).
  */
 function overlapCheck<T>(run: Run<T>, edge: SyncKey | null) {
   const { config } = run;
@@ -283,10 +283,11 @@ function overlapCheck<T>(run: Run<T>, edge: SyncKey | null) {
     // for another list, share 1, every run).
     if (!descending && window.ids.length === 0 && !window.ended) return false;
     checked = true;
+    // Among its items too: the edge's item moved up, the copy's only row, was taken for another list's (r231a, seed 4).
     // An empty copy has nothing to lose (r231a F2: every run after one that emptied it was refused, its edge gone).
-    return around !== undefined && !around.some((key) => key.id === edge!.id) &&
-      await holdsNone(run, around.map((key) => key.id)) &&
-      !await holdsNone(run);
+    const ids = around?.map((key) => key.id);
+    return ids !== undefined && !ids.includes(edge!.id) &&
+      await holdsNone(run, [...ids, ...window.ids]) && !await holdsNone(run);
   };
 }
 
