@@ -1256,6 +1256,38 @@ async function sinkOf(
     : createJsonlSink<Thing>(await freshTarget(folder, `${kind}.jsonl`));
 }
 
+Deno.test("newest first, a sweep's page 1 answered from two items further down while the list changes, then read again whole: no row the reads showed is removed, guard off, on SQLite and JSONL (r231a walk, seed 16: the read again, ending at the same item, ended the cycle, and a row it held went)", async () => {
+  for (const kind of ["sqlite", "jsonl"] as const) {
+    const [a, b, c, d] = ["t940", "t349", "t266", "t003"];
+    let list: Thing[] = [a, b, c, d].map((thingID) => ({ thingID }));
+    let asked = 0, on = false;
+    const newest = () =>
+      list.toSorted((x, y) => x.thingID < y.thingID ? 1 : -1);
+    const swap = (gone: string, added: string) =>
+      list = [...list.filter((x) => x.thingID !== gone), { thingID: added }];
+    const changes: Record<number, () => void> = {
+      2: () => swap(a, "t469"),
+      3: () => swap("t469", "t488"),
+      4: () => swap(c, "t295"),
+    };
+    const service = listOf(newest, {
+      before: () => on && changes[++asked]?.(),
+      answer: (page) => on && asked === 2 ? newest().slice(2, 4) : page,
+    });
+    using db = new DatabaseSync(":memory:");
+    const sink = await sinkOf(kind, db, "sync-sweep-page-from-below");
+    const options = { id: "thingID", sink, sortDirection: "DESC" as const };
+    await syncList(service.client, "things", options);
+    on = true;
+    const run = await syncList(service.client, "things", {
+      ...options,
+      sweep: 1,
+      maxDeletes: 1,
+    });
+    deepStrictEqual([run.deleted, asked >= 4], [1, true], kind); // `a` alone
+  }
+});
+
 Deno.test("a run whose maxDuration leaves time for the sweep's window and no more (a list read whole in one window, a request a second, 2 s, the run's timer firing as time passes): the read confirming its short page comes past the time, so the cycle ends and the copy is equal to the list, on SQLite and JSONL, in both orders (newest first, every run stopped before that read and began again at the same window: 13 deleted rows and 1 new item never came, for good; r166b F3: launched in time, that read was cut at 2 s)", async () => {
   await withTimers(lateConfirms);
 });
