@@ -143,7 +143,7 @@ export function memorySink<T>(): MemorySink<T> {
       }
       const cycle = context?.cycle ?? 0;
       const ends = context?.endsCycle;
-      const batch = new Set(ids);
+      const batch = new Set([...ids, ...context?.kept ?? []]);
       const gone = ends === undefined ? [] : [...sink.rows.keys()].filter(
         (id) => !batch.has(id) && (seen.get(id) ?? 0) < cycle,
       );

@@ -53,6 +53,11 @@ export interface PassRun<T> {
   readonly stop?: AbortSignal | undefined;
   /** No window read ahead while one commits: a pass that most often ends at its first (reading again one row). */
   readonly alone?: boolean;
+  /**
+   * The ids the run's windows showed where a pass stood already, or past it: they stand, and the cycle's end keeps them
+   * (r231a: a sweep removed rows its head had read). Not a probe's (a page of one, answered stale, would keep the gone).
+   */
+  readonly shown?: Set<string>;
 }
 
 /**
@@ -84,7 +89,7 @@ export async function runPass<T>(
       fill();
       const flight = flights.shift();
       if (flight === undefined) return { state, ended: false };
-      const judged = await judge(flight, state, run.config, start.edge, doubt);
+      const judged = await judge(flight, state, run, start.edge, doubt);
       if (judged.kind === "stopped") return { state, ended: false };
       afterShort = judged.kind === "commit" && !judged.full; // the next read settles it: a cut, or the end
       const nothing = judged.kind === "commit" && !judged.window.items.length;
@@ -195,7 +200,7 @@ function repeatsOf(
 async function judge<T>(
   flight: Flight<T>,
   state: WindowState,
-  config: SyncConfig<T>,
+  { config, shown }: PassRun<T>,
   firstEdge: SyncKey | null,
   doubt?: (window: Committed<T>) => Promise<boolean>,
 ) {
@@ -228,6 +233,10 @@ async function judge<T>(
     ...(from > 0 ? { passed: keys.slice(0, from) } : {}),
     ...(to < keys.length ? { beyond: keys.slice(to) } : {}),
   };
+  // What it shows where the pass stood, or past it, stands (the items it commits are written): kept (`shown`).
+  for (const key of [...window.passed ?? [], ...window.beyond ?? []]) {
+    shown?.add(key.id);
+  }
   // Doubted: read again from where the pass stands (a window sought, as after a gap).
   if (await doubt?.(window) === true) {
     return { kind: "gap" as const, next: state, doubted: true };

@@ -1,6 +1,5 @@
-// Internal: the sweep, a run's rolling cycle: spends the run's budget reading the copy's range again, each window
-// judged by the guard before it commits; a cycle's end commits with its last window (a spread cycle's, once
-// _confirm.ts read again what earlier runs passed unseen).
+// Internal: the sweep, a run's rolling cycle: spends the run's budget reading the copy's range again, each window judged
+// by the guard before it commits; a cycle's end commits with its last window (a spread one's, after _confirm.ts).
 
 import { afterSweepWindow, sweepStart } from "./_checkpoint.ts";
 import { type Committed, listHead, type PassRun, runPass } from "./_pass.ts";
@@ -54,7 +53,7 @@ export async function sweep<T>(
   const guard = await guardOf(run, cursor);
   // Begun by an earlier run, the cycle ends once what earlier runs passed unseen is read again (confirmPassed).
   const spread = !begun.begins && cursor.edge !== null;
-  const doubt = doubter(guard);
+  const doubt = doubter(guard, run.shown);
   const sweeping = new Sweeping(run, cursor, guard, spread, doubt.shown);
   const commit = (window: Committed<T>) => sweeping.commit(window);
   const [state, budget] = [begun.state, config.sweep];

@@ -8,12 +8,8 @@ import { holdsAny, rowsAhead, type WindowGuard } from "./_window_guard.ts";
 /** Reads of one window that each leave out a row the reads before did not, before it is taken (64 reads: r150 M1). */
 const MAX_READS = 3;
 
-/** A window as the doubter sees it: its ids, those where the pass stood already, and the state it leaves the pass in. */
-type Doubted = {
-  ids: readonly string[];
-  passed?: readonly SyncKey[];
-  state: { edge: SyncKey | null };
-};
+/** A window as the doubter sees it: its ids, and the state it leaves the pass in. */
+type Doubted = { ids: readonly string[]; state: { edge: SyncKey | null } };
 
 /**
  * Doubts a sweep window once when its range passes rows the cycle has yet to see and it holds none: another list's
@@ -21,10 +17,13 @@ type Doubted = {
  * guard (else another list's read and its re-read weighed as one window). One that holds some of them is read again
  * until a read passes no row the reads before did not (a page that left items out, or repeated some: r148 F1). Either
  * way, at most MAX_READS reads of a window in a row: on a list that moves under each read, its last item and first
- * differ every time (doubted 64 times, the run failed, r163 P1). `shown`: the ids a read of a window showed that the
- * read taken left out, or where the pass stood already.
+ * differ every time (doubted 64 times, the run failed, r163 P1). `shown` (the run's): the ids a read of a window showed
+ * that the read taken left out.
  */
-export function doubter(guard: WindowGuard | undefined) {
+export function doubter(
+  guard: WindowGuard | undefined,
+  shown = new Set<string>(),
+) {
   let doubted: string | undefined, reads = 0; // doubted reads of this window in a row
   const missed = new Set<string>();
   const doubts = async ({ ids, state: { edge } }: Doubted) => {
@@ -49,11 +48,7 @@ export function doubter(guard: WindowGuard | undefined) {
     return false;
   };
   const earlier = new Set<string>(); // what the reads of this window before the one taken showed
-  const shown = new Set<string>();
   const judge = async (window: Doubted) => {
-    // What a read shows where the pass stood already is kept too (r231a, seed 16: newest first, a page 1 answered from
-    // two items lower down passed a row; its read again held it and, ending at the same item, ended the cycle).
-    window.passed?.forEach((key) => shown.add(key.id));
     const readAgain = await doubts(window);
     reads = readAgain ? reads + 1 : 0;
     if (readAgain) window.ids.forEach((id) => earlier.add(id));
