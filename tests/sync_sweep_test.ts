@@ -1284,61 +1284,42 @@ Deno.test("newest first, a sweep's page 1 answered from two items further down w
       sweep: 1,
       maxDeletes: 1,
     });
-    // None: `a`, read by the head before it went, waits for a later cycle (removed with `b`: 2).
-    deepStrictEqual([run.deleted, asked >= 4], [0, true], kind);
+    deepStrictEqual([run.deleted, asked >= 4], [1, true], kind); // `a` alone (with `b`: 2)
   }
 });
 
-Deno.test("a service dropping the last item of half its answers at random (seeded), guard off: no run removes an item a read of that run showed, newest first, on SQLite and JSONL (r231a walk, seed 19: the head's read, or a probe past a short page, showed an item the sweep's cut pages then left out, and it went)", async () => {
-  const lost: string[] = [];
+Deno.test("each run's first request answered from a cache filled before an item was deleted: the run removes it all the same, in both orders, on SQLite and JSONL (r232a F1: the head's stale read kept it, every run)", async () => {
   for (const kind of ["sqlite", "jsonl"] as const) {
-    for (let seed = 1; seed <= 30; seed++) {
-      const random = seededRandom(seed);
-      const items = things(40 + (seed % 7) * 10);
-      const shown = new Set<string>();
-      let lying = false;
-      const service = listOf(() => items.toReversed(), {
-        maxLimit: 25,
-        answer: (page) => {
-          if (!lying) return page;
-          const answer = random() < 0.5 ? page.slice(0, -1) : page;
-          for (const item of answer) shown.add((item as Thing).thingID);
-          return answer;
+    for (const sortDirection of ["ASC", "DESC"] as const) {
+      let list = things(60), caching = false, first = true;
+      let asked = { limit: 0, page: 0 };
+      const cache = new Map<string, readonly unknown[]>();
+      const service = listOf(
+        () => sortDirection === "DESC" ? list.toReversed() : list,
+        {
+          before: (request) => (asked = request),
+          answer: (page) => {
+            const stale = first && caching;
+            first = false;
+            const key = `${asked.limit} ${asked.page}`;
+            if (stale && !cache.has(key)) cache.set(key, page);
+            return stale ? cache.get(key)! : page;
+          },
         },
-      });
+      );
       using db = new DatabaseSync(":memory:");
-      const sink = await sinkOf(kind, db, "sync-sweep-dropping");
-      const options = { id: "thingID", sink, sortDirection: "DESC" as const };
+      const sink = await sinkOf(kind, db, "sync-sweep-stale-first");
+      const options = { id: "thingID", sink, sortDirection, sweep: Infinity };
       await syncList(service.client, "things", options);
-      lying = true;
-      await syncList(service.client, "things", {
-        ...options,
-        sweep: Infinity,
-        maxDeletes: 1,
-      });
-      const held = await heldIds(kind, db, "sync-sweep-dropping");
-      for (const id of shown) {
-        if (!held.has(id)) lost.push(`${kind} ${seed} ${id}`);
-      }
+      caching = first = true;
+      await syncList(service.client, "things", options); // the cache filled
+      list = list.filter((thing) => thing !== list.at(-2));
+      first = true;
+      const run = await syncList(service.client, "things", options);
+      deepStrictEqual(counts(run), [0, 0, 1], `${kind}, ${sortDirection}`);
     }
   }
-  deepStrictEqual(lost, []);
 });
-
-/** The ids a copy `sinkOf` made holds. */
-async function heldIds(
-  kind: "sqlite" | "jsonl",
-  db: DatabaseSync,
-  folder: string,
-) {
-  if (kind === "sqlite") {
-    const rows = db.prepare('SELECT id FROM "t"').all() as { id: string }[];
-    return new Set(rows.map((row) => row.id));
-  }
-  const text = await Deno.readTextFile(`.test-tmp/${folder}/jsonl.jsonl`);
-  const lines = text.split("\n").filter(Boolean);
-  return new Set(lines.map((line) => (JSON.parse(line) as Thing).thingID));
-}
 
 Deno.test("a run whose maxDuration leaves time for the sweep's window and no more (a list read whole in one window, a request a second, 2 s, the run's timer firing as time passes): the read confirming its short page comes past the time, so the cycle ends and the copy is equal to the list, on SQLite and JSONL, in both orders (newest first, every run stopped before that read and began again at the same window: 13 deleted rows and 1 new item never came, for good; r166b F3: launched in time, that read was cut at 2 s)", async () => {
   await withTimers(lateConfirms);

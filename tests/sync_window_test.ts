@@ -12,6 +12,7 @@ import { nextWindow, planWindow } from "../src/sync/_window_plan.ts";
 import { goesOn, type PageRead } from "../src/sync/_short_end.ts";
 import { runStart, sweepStart } from "../src/sync/_checkpoint.ts";
 import { SyncError } from "../src/sync/mod.ts";
+import { ApiError } from "../src/core/errors.ts";
 
 function equal<T>(actual: T, expected: T, message = "values differ"): void {
   if (JSON.stringify(actual) !== JSON.stringify(expected)) {
@@ -352,6 +353,23 @@ Deno.test('keys are in one total order, whatever mixes of numbers and strings th
       }]]],
     },
   );
+});
+
+Deno.test("goesOn, nothing past a short page at one size: asked at the next, an item past the page's last there makes it a cut; none, no word or a refusal of that size leaves the end (r231a F1: one empty page of one removed 65 of 66; r232a: a refusal failed the run)", async () => {
+  const end = { at: 40, last: key(39), count: 30 };
+  const swept = { ...state(39, 40), domain: { above: null, upTo: key(99) } };
+  const refusal = new ApiError("no", { status: 400, url: "https://x/api/l" });
+  const reads: PageRead["keysOf"][] = [
+    // A page of one answered empty, the list going on.
+    ({ start, limit }) =>
+      Promise.resolve(limit === 1 ? [] : keys(start, start + limit - 1)),
+    // Empty at both sizes, or refused at the second: the list ends there.
+    ({ start, limit }) => Promise.resolve(limit === 1 ? [] : keys(start, 39)),
+    ({ limit }) => limit === 1 ? Promise.resolve([]) : Promise.reject(refusal),
+  ];
+  for (const [i, keysOf] of reads.entries()) {
+    equal(await goesOn({ sign: 1, keysOf }, end, swept, 30), i === 0);
+  }
 });
 
 Deno.test("goesOn, a short page that ended before the end read just before it, nothing past it: the end holds where the item just before is the page's last or before it, and is a cut where that item is past the page's last or missing (review r191a R4; attack r189a F1, F2)", async () => {

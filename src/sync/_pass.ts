@@ -54,8 +54,9 @@ export interface PassRun<T> {
   /** No window read ahead while one commits: a pass that most often ends at its first (reading again one row). */
   readonly alone?: boolean;
   /**
-   * The ids the run's windows showed where a pass stood already, or past it: they stand, and the cycle's end keeps them
-   * (r231a: a sweep removed rows its head had read). Not a probe's (a page of one, answered stale, would keep the gone).
+   * A sweep's: the ids its windows showed where it stood already, which its cycle's end keeps (r231a, seed 16: a read
+   * again held a row the page before passed, and agreed on the end). Not a probe's nor the head's: a stale one (a page
+   * of one, a cached first read) kept gone rows for good (r126 F3, r232a F1).
    */
   readonly shown?: Set<string>;
 }
@@ -233,10 +234,8 @@ async function judge<T>(
     ...(from > 0 ? { passed: keys.slice(0, from) } : {}),
     ...(to < keys.length ? { beyond: keys.slice(to) } : {}),
   };
-  // What it shows where the pass stood, or past it, stands (the items it commits are written): kept (`shown`).
-  for (const key of [...window.passed ?? [], ...window.beyond ?? []]) {
-    shown?.add(key.id);
-  }
+  // What it shows where the pass stood stands (the items it commits are written): a sweep keeps it (`shown`).
+  for (const key of window.passed ?? []) shown?.add(key.id);
   // Doubted: read again from where the pass stands (a window sought, as after a gap).
   if (await doubt?.(window) === true) {
     return { kind: "gap" as const, next: state, doubted: true };

@@ -41,12 +41,14 @@ export async function goesOn(
     const key = await keyAt(at);
     if (key === null) return true; // no word on the end: a cut, nothing removed
     if (key === undefined) {
-      // Nothing at `at`, at one size: asked at the next too (an item past `last` there: a cut), or a page of one answered
-      // empty (cut again, or stale) was the end, and every row past it went (r231a F1: 65 of 66, guard off).
-      const again = sizes.length > 1
-        ? await keyOnPage(read, { at, last, count }, sizes.slice(1))
-        : undefined;
-      if (again != null && sign * compareKeys(again, last) > 0) return true;
+      // Nothing at `at` at one size: asked at the next too (an item there past `last`, in the cycle: a cut), or a page
+      // of one answered empty (cut again, or stale) was the end, and every row past it went (r231a F1: 65 of 66).
+      const again = await secondLook(read, { at, last, count }, sizes);
+      const within = (k: SyncKey) =>
+        sign < 0 || upTo === null || compareKeys(k, upTo) <= 0;
+      if (again && sign * compareKeys(again, last) > 0 && within(again)) {
+        return true;
+      }
       return moved === true && await misplaced(keyAt, at, last, sign);
     }
     if (sign * compareKeys(key, last) <= 0) continue;
@@ -55,6 +57,17 @@ export async function goesOn(
     return before == null || compareKeys(before, last) !== 0;
   }
   return false;
+}
+
+/** The key at `at` at the next of `sizes`, if any: none where that read says nothing (ends before `at`) or is refused. */
+async function secondLook(read: PageRead, past: ShortEnd, sizes: number[]) {
+  if (sizes.length < 2) return undefined;
+  try {
+    return await keyOnPage(read, past, sizes.slice(1)) ?? undefined;
+  } catch (error) {
+    if (sizeRefusal(error) || notFound(error)) return undefined;
+    throw error;
+  }
 }
 
 /**

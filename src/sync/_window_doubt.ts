@@ -17,13 +17,10 @@ type Doubted = { ids: readonly string[]; state: { edge: SyncKey | null } };
  * guard (else another list's read and its re-read weighed as one window). One that holds some of them is read again
  * until a read passes no row the reads before did not (a page that left items out, or repeated some: r148 F1). Either
  * way, at most MAX_READS reads of a window in a row: on a list that moves under each read, its last item and first
- * differ every time (doubted 64 times, the run failed, r163 P1). `shown` (the run's): the ids a read of a window showed
- * that the read taken left out.
+ * differ every time (doubted 64 times, the run failed, r163 P1). `shown`: the ids a read of a window showed that the
+ * read taken left out (and those the sweep's windows show where it stood: `PassRun.shown`).
  */
-export function doubter(
-  guard: WindowGuard | undefined,
-  shown = new Set<string>(),
-) {
+export function doubter(guard: WindowGuard | undefined) {
   let doubted: string | undefined, reads = 0; // doubted reads of this window in a row
   const missed = new Set<string>();
   const doubts = async ({ ids, state: { edge } }: Doubted) => {
@@ -48,6 +45,7 @@ export function doubter(
     return false;
   };
   const earlier = new Set<string>(); // what the reads of this window before the one taken showed
+  const shown = new Set<string>();
   const judge = async (window: Doubted) => {
     const readAgain = await doubts(window);
     reads = readAgain ? reads + 1 : 0;

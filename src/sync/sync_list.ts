@@ -116,9 +116,8 @@ async function runFrom<T>(
 ): Promise<SyncResult> {
   const requests = { count: 0, items: 0 };
   const committer = new Committer(config, start.checkpoint, requests, clean);
-  const grown = { count: 0 }, shown = new Set<string>();
-  const startedAt = config.now();
-  const run = { client, config, requests, committer, startedAt, grown, shown };
+  const grown = { count: 0 }, startedAt = config.now();
+  const run = { client, config, requests, committer, startedAt, grown };
   // A first read of the whole list is a cycle of its own: no sweep after it.
   const { edge, head: under, cycles } = start.checkpoint;
   const first = edge === null && under === undefined && cycles === undefined;
