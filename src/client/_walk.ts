@@ -239,8 +239,7 @@ function countLimit(value: number | undefined, field: string): number {
   return checkNumber(value, Infinity, "non-negative integer", CONTEXT, field);
 }
 
-/** What each page request carries, when given: the sort and the priority. */
-/** The fields a page request carries as given, each checked (`context` begins a refusal). */
+/** What each page request carries, when given: the sort and the priority, each checked (`context` begins a refusal). */
 export function requestFields(
   options: Pick<PageRequest, "sortBy" | "sortDirection" | "priority">,
   context = CONTEXT,

@@ -37,6 +37,8 @@ export async function goesOn(
   const larger = limit < Math.max(accepted, full) ? [limit + 1] : [];
   const sizes = [...new Set([1, limit - 1, ...larger])].filter((n) => n > 0);
   const keyAt = (at: number) => keyOnPage(read, { at, last, count }, sizes);
+  const inCycle = (key: SyncKey) =>
+    sign < 0 || upTo === null || compareKeys(key, upTo) <= 0;
   for (let step = 1; step <= 8; step *= 2, at += step / 2) {
     const key = await keyAt(at);
     if (key === null) return true; // no word on the end: a cut, nothing removed
@@ -44,15 +46,13 @@ export async function goesOn(
       // Nothing at `at` at one size: asked at the next too (an item there past `last`, in the cycle: a cut), or a page
       // of one answered empty (cut again, or stale) was the end, and every row past it went (r231a F1: 65 of 66).
       const again = await secondLook(read, { at, last, count }, sizes);
-      const within = (k: SyncKey) =>
-        sign < 0 || upTo === null || compareKeys(k, upTo) <= 0;
-      if (again && sign * compareKeys(again, last) > 0 && within(again)) {
+      if (again && sign * compareKeys(again, last) > 0 && inCycle(again)) {
         return true;
       }
       return moved === true && await misplaced(keyAt, at, last, sign);
     }
     if (sign * compareKeys(key, last) <= 0) continue;
-    if (sign < 0 || upTo === null || compareKeys(key, upTo) <= 0) return true;
+    if (inCycle(key)) return true;
     const before = await keyAt(at - 1);
     return before == null || compareKeys(before, last) !== 0;
   }
