@@ -976,6 +976,27 @@ Deno.test("newest first, the copy's last item moved up (its sort value changed) 
   }
 });
 
+Deno.test("a service whose largest page is 25 under a limit of 50: a list of 300 that lost all but 20 is refused, and the run with maxDeletes 1 confirms it, on SQLite and JSONL (r231a walk, seed 40: no size known honoured in the confirming cycle, page 1 was read at none, and every confirming run failed 'unordered')", async () => {
+  for (const copy of await copies("confirm-small")) {
+    const { list, client, options } = await copiedThings(
+      copy,
+      300,
+      { sweep: Infinity },
+      { maxLimit: 25 },
+    );
+    const confirming = { ...options, limit: 50, maxDeletes: 1 };
+    await syncList(client, "things", { ...options, limit: 50 });
+    list.items = list.items.slice(0, 20);
+    await rejects(
+      syncList(client, "things", { ...options, limit: 50 }),
+      (error: SyncError) => error.reason === "too-many-deletes",
+    );
+    const run = await syncList(client, "things", confirming);
+    deepStrictEqual([counts(run), copy.ids().length], [[0, 0, 280], 20]);
+    copy.database?.close();
+  }
+});
+
 Deno.test("churn is not net: 200 out and 200 in is 200 deletes, held back by the default maxDeletes", async () => {
   for (const copy of await copies("churn")) {
     const { list, client, options } = await copiedThings(copy, 1000);

@@ -1,5 +1,5 @@
-// Internal: the sweep, a run's rolling cycle: spends the run's budget reading the copy's range again, each window judged
-// by the guard before it commits; a cycle's end commits with its last window (a spread one's, after _confirm.ts).
+// Internal: the sweep, a run's rolling cycle: spends the run's budget reading the copy's range again, each window
+// judged by the guard before it commits; a cycle's end commits with its last window (a spread one's: _confirm.ts).
 
 import { afterSweepWindow, sweepStart } from "./_checkpoint.ts";
 import { type Committed, listHead, type PassRun, runPass } from "./_pass.ts";
@@ -231,9 +231,9 @@ async function showListStart<T>(
     guard === undefined && !confirms(run.committer.latest.refused, maxDeletes)
   ) return;
   if (guard?.passed.size === 0) return;
-  // Under the largest size honoured when the service refused or cut one: it asks no refused size again.
+  // Under the largest size honoured where one was refused or cut; none yet this cycle, under that one (r231a, seed 40).
   const largest = Number.isFinite(refused)
-    ? Math.max(accepted, full)
+    ? Math.max(accepted, full) || refused - 1
     : maxLimit;
   for (const size of [largest - 1, largest - 2]) {
     const first = size < 1 ? [] : await listHead(run, size);
