@@ -2273,3 +2273,51 @@ Deno.test("page 1 answered stale at the window's size (250 left out of 3,000) an
     }
   }
 });
+
+Deno.test("a sweep window holding the item the sweep stood on is the list's own page: the rows it passes gone weigh once, so 4 of 41 gone (one back-dated item past them) pass at the default and 5 are refused, on every sink (walk seed 37, r240a: read again alike, weighed twice, 4 were refused as 5)", async () => {
+  const newestFirst = (a: Thing, b: Thing) => a.thingID < b.thingID ? 1 : -1;
+  for (const [gone, refused] of [[4, false], [5, true]] as const) {
+    const memory = memorySink<Thing>();
+    const sinks = [
+      ...(await copies(`own-page-${gone}`)),
+      { kind: "memory", sink: memory, ids: () => [...memory.rows.keys()] },
+    ];
+    for (const copy of sinks) {
+      let items = things(41).sort(newestFirst);
+      const service = listOf(() => items, { maxLimit: 37 });
+      const options = {
+        id: "thingID",
+        sink: copy.sink,
+        limit: 25,
+        sortDirection: "DESC" as const,
+      };
+      await syncList(service.client, "things", options);
+      // The copy's last row (the list's oldest) goes, and gone - 1 more; an item back-dated past it arrives.
+      const lost = new Set(items.slice(-gone).map((item) => item.thingID));
+      items = [...items.filter((item) => !lost.has(item.thingID)), {
+        thingID: "s000",
+      }];
+      const run = syncList(service.client, "things", {
+        ...options,
+        sweep: Infinity,
+      });
+      if (refused) {
+        await rejects(
+          run,
+          (error: SyncError) =>
+            error.reason === "too-many-deletes" &&
+            error.message.includes(`remove ${gone} of 41`),
+        );
+        equal(copy.ids().length, 41, copy.kind);
+      } else {
+        deepStrictEqual(counts(await run), [1, 0, gone], copy.kind);
+        deepStrictEqual(
+          copy.ids().toSorted(),
+          items.map((item) => item.thingID).toSorted(),
+          copy.kind,
+        );
+      }
+      if ("database" in copy) copy.database?.close();
+    }
+  }
+});

@@ -53,7 +53,7 @@ export async function sweep<T>(
   const guard = await guardOf(run, cursor);
   // Begun by an earlier run, the cycle ends once what earlier runs passed unseen is read again (confirmPassed).
   const spread = !begun.begins && cursor.edge !== null;
-  const doubt = doubter(guard);
+  const doubt = doubter(guard, begun.state.edge);
   run = { ...run, shown: doubt.shown }; // what its windows show where it stands: kept
   const sweeping = new Sweeping(run, cursor, guard, spread, doubt.shown);
   const commit = (window: Committed<T>) => sweeping.commit(window);

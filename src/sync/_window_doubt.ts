@@ -8,8 +8,12 @@ import { holdsAny, rowsAhead, type WindowGuard } from "./_window_guard.ts";
 /** Reads of one window that each leave out a row the reads before did not, before it is taken (64 reads: r150 M1). */
 const MAX_READS = 3;
 
-/** A window as the doubter sees it: its ids, and the state it leaves the pass in. */
-type Doubted = { ids: readonly string[]; state: { edge: SyncKey | null } };
+/** A window as the doubter sees it: its ids, those where the pass stood (`passed`), and the state it leaves the pass in. */
+type Doubted = {
+  ids: readonly string[];
+  passed?: readonly SyncKey[];
+  state: { edge: SyncKey | null };
+};
 
 /**
  * Doubts a sweep window once when its range passes rows the cycle has yet to see and it holds none: another list's
@@ -20,10 +24,11 @@ type Doubted = { ids: readonly string[]; state: { edge: SyncKey | null } };
  * differ every time (doubted 64 times, the run failed, r163 P1). `shown`: the ids a read of a window showed that the
  * read taken left out (and those the sweep's windows show where it stood: `PassRun.shown`).
  */
-export function doubter(guard: WindowGuard | undefined) {
+export function doubter(guard: WindowGuard | undefined, from: SyncKey | null) {
   let doubted: string | undefined, reads = 0; // doubted reads of this window in a row
+  let stood = from?.id; // the item the pass stands on
   const missed = new Set<string>();
-  const doubts = async ({ ids, state: { edge } }: Doubted) => {
+  const doubts = async ({ ids, passed, state: { edge } }: Doubted) => {
     if (guard === undefined || edge === null || ids.length === 0) return false;
     // Exactly what the answer shows (one cut at the share is refused where the window commits).
     const { rows, more, full } = await rowsAhead(guard, keyText(edge), ids);
@@ -40,6 +45,7 @@ export function doubter(guard: WindowGuard | undefined) {
     if (doubted !== ids[0] && again) return (doubted = ids[0], true);
     // An answer cut at the share breaks the guard anyway, and may leave out the window's own rows (a mass delete before
     // them): weighed twice, a refusal named every row of the copy (610 of 610, where 500 were gone).
+    if (passed?.some((key) => key.id === stood)) return false; // the list's own
     if (!full) guard.doubled += passes;
     guard.retaken = ids[0]!;
     return false;
@@ -49,6 +55,7 @@ export function doubter(guard: WindowGuard | undefined) {
   const judge = async (window: Doubted) => {
     const readAgain = await doubts(window);
     reads = readAgain ? reads + 1 : 0;
+    if (!readAgain) stood = window.state.edge?.id ?? stood;
     if (readAgain) window.ids.forEach((id) => earlier.add(id));
     else if (earlier.size > 0) { // a window read once (most) has nothing to compare
       const taken = new Set(window.ids);
