@@ -35,7 +35,7 @@ export interface TokenRequestEvent {
 
 /**
  * A token request will be sent again, after `delayMs`: no answer (`"network"`,
- * `"timeout"`) or a 408 or 5xx (`"status"`).
+ * `"timeout"`) or a 408, 500, 502, 503 or 504 (`"status"`).
  *
  * @example A token request cut off, and sent again
  * ```ts

@@ -94,7 +94,7 @@ export interface SyncOptions<T> {
    * List requests a run spends reading again what the copy holds (the rolling cycle: changes and items inserted behind
    * the end come in, a completed cycle removes deleted ones). `Infinity`: a whole cycle, a fresh one if the cycle under
    * way began before this run (with `maxDuration`, the cycle under way, as time allows); `0`: no sweep.
-   * @default {10}
+   * @default {10} (with `maxDuration`: `Infinity`, as time allows)
    */
   sweep?: number;
   /**

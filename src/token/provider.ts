@@ -77,7 +77,7 @@ export async function requestToken(
 
 /**
  * Creates a token provider: it caches the token, shares one request among concurrent callers, refreshes ahead of expiry
- * while serving the valid token, retries network errors, timeouts, 408 and 5xx with backoff, and after a 429 sends
+ * while serving the valid token, retries network errors, timeouts, 408, 500, 502, 503 and 504 with backoff, and after a 429 sends
  * nothing until the quota resets. After a failed request (with its retries) it sends none for 10 s, doubling up to 15
  * minutes while failures go on (the README's table gives the requests an outage costs).
  *
