@@ -2321,3 +2321,55 @@ Deno.test("a sweep window holding the item the sweep stood on is the list's own 
     }
   }
 });
+
+Deno.test("a sweep window answered, on both its reads, with the list's own overlap (the item the sweep stood on among it) and another list past it, or another list's page opening with that item, is refused: nothing removed, nothing of the other list inserted, in both orders (r241a F1: 9 removed and 15 inserted, 4 and 20)", async () => {
+  for (const edge of [false, true]) {
+    for (const descending of [false, true]) {
+      for (const copy of await copies(`spliced-${edge}-${descending}`)) {
+        const real = things(400);
+        const list = descending ? real.toReversed() : real;
+        let asked = "", spliced: string | undefined, count = 0, on = false;
+        const read = new Set<string>();
+        const service = listOf(() => list, {
+          maxLimit: 25,
+          before: ({ limit, page }) => (asked = `${limit}/${page}`),
+          answer: (page) => {
+            if (!on) return page; // the first run
+            if (++count === 14) spliced = asked; // a window of the sweep
+            if (asked !== spliced) {
+              page.forEach((item) => read.add((item as Thing).thingID));
+              return page;
+            }
+            const other = (page as Thing[]).map((item) =>
+              read.has(item.thingID) ? item : { thingID: `${item.thingID}x` }
+            );
+            if (!edge) return other;
+            // Another list's items sharing one id with the copy: the item the sweep stood on, first.
+            const at = other.findLastIndex((item) => read.has(item.thingID));
+            const more = other.slice(at + 1).flatMap((item) => {
+              const pair = [item, { thingID: `${item.thingID.slice(0, -1)}y` }];
+              return descending ? pair.toReversed() : pair;
+            });
+            return [other[at]!, ...more].slice(0, page.length);
+          },
+        });
+        const options = {
+          id: "thingID",
+          sink: copy.sink,
+          limit: 25,
+          sweep: Infinity,
+          ...(descending ? { sortDirection: "DESC" as const } : {}),
+        };
+        await syncList(service.client, "things", options);
+        on = true;
+        const before = await copy.snapshot();
+        await rejects(
+          syncList(service.client, "things", options),
+          (error: SyncError) => error.reason === "too-many-deletes",
+        );
+        equal(await copy.snapshot(), before, copy.kind);
+        copy.database?.close();
+      }
+    }
+  }
+});

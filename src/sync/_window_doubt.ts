@@ -18,7 +18,9 @@ type Doubted = {
 /**
  * Doubts a sweep window once when its range passes rows the cycle has yet to see and it holds none: another list's
  * answer (a misrouted read), or every such row gone. Read again alike, it is taken (`retaken`), weighed twice by the
- * guard (else another list's read and its re-read weighed as one window). One that holds some of them is read again
+ * guard (else another list's read and its re-read weighed as one window), unless it holds the item the pass stood on
+ * (`from`, then each window's last) where it overlaps: likely the list's own page, those rows gone, weighed once (twice,
+ * 4 of 41 gone were refused as 8: walk seed 37, r240a); `foreignPage` then reads it elsewhere. One that holds some of them is read again
  * until a read passes no row the reads before did not (a page that left items out, or repeated some: r148 F1). Either
  * way, at most MAX_READS reads of a window in a row: on a list that moves under each read, its last item and first
  * differ every time (doubted 64 times, the run failed, r163 P1). `shown`: the ids a read of a window showed that the
@@ -45,8 +47,8 @@ export function doubter(guard: WindowGuard | undefined, from: SyncKey | null) {
     if (doubted !== ids[0] && again) return (doubted = ids[0], true);
     // An answer cut at the share breaks the guard anyway, and may leave out the window's own rows (a mass delete before
     // them): weighed twice, a refusal named every row of the copy (610 of 610, where 500 were gone).
-    if (passed?.some((key) => key.id === stood)) return false; // the list's own
-    if (!full) guard.doubled += passes;
+    const own = passed?.some((key) => key.id === stood) === true;
+    if (!full && !own) guard.doubled += passes;
     guard.retaken = ids[0]!;
     return false;
   };
