@@ -2322,10 +2322,17 @@ Deno.test("a sweep window holding the item the sweep stood on is the list's own 
   }
 });
 
-Deno.test("a sweep window answered, on both its reads, with the list's own overlap (the item the sweep stood on among it) and another list past it, or another list's page opening with that item, is refused: nothing removed, nothing of the other list inserted, in both orders (r241a F1: 9 removed and 15 inserted, 4 and 20)", async () => {
-  for (const edge of [false, true]) {
+Deno.test("a sweep window answered, on both its reads, with the list's own overlap (the item the sweep stood on among it) and another list past it, or another list's page opening with that item, is refused, its read at another address answered alike or not: nothing removed, nothing of the other list inserted, in both orders (r241a F1: 9 removed and 15 inserted, 4 and 20; r242a F1, the read elsewhere too: 17 and 20, 0 and 24)", async () => {
+  for (
+    const [edge, span] of [[false, 0], [true, 0], [false, 4], [
+      true,
+      4,
+    ]] as const
+  ) {
     for (const descending of [false, true]) {
-      for (const copy of await copies(`spliced-${edge}-${descending}`)) {
+      for (
+        const copy of await copies(`spliced-${edge}-${descending}-${span}`)
+      ) {
         const real = things(400);
         const list = descending ? real.toReversed() : real;
         let asked = "", spliced: string | undefined, count = 0, on = false;
@@ -2336,21 +2343,25 @@ Deno.test("a sweep window answered, on both its reads, with the list's own overl
           answer: (page) => {
             if (!on) return page; // the first run
             if (++count === 14) spliced = asked; // a window of the sweep
-            if (asked !== spliced) {
+            // Its address only, or four requests from it on: its read again and the read at another size.
+            const other = span === 0
+              ? asked === spliced
+              : count >= 14 && count < 14 + span;
+            if (!other) {
               page.forEach((item) => read.add((item as Thing).thingID));
               return page;
             }
-            const other = (page as Thing[]).map((item) =>
+            const swapped = (page as Thing[]).map((item) =>
               read.has(item.thingID) ? item : { thingID: `${item.thingID}x` }
             );
-            if (!edge) return other;
+            if (!edge) return swapped;
             // Another list's items sharing one id with the copy: the item the sweep stood on, first.
-            const at = other.findLastIndex((item) => read.has(item.thingID));
-            const more = other.slice(at + 1).flatMap((item) => {
+            const at = swapped.findLastIndex((item) => read.has(item.thingID));
+            const more = swapped.slice(at + 1).flatMap((item) => {
               const pair = [item, { thingID: `${item.thingID.slice(0, -1)}y` }];
               return descending ? pair.toReversed() : pair;
             });
-            return [other[at]!, ...more].slice(0, page.length);
+            return [swapped[at]!, ...more].slice(0, page.length);
           },
         });
         const options = {
