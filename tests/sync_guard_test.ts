@@ -2322,16 +2322,19 @@ Deno.test("a sweep window holding the item the sweep stood on is the list's own 
   }
 });
 
-Deno.test("a sweep window answered, on both its reads, with the list's own overlap (the item the sweep stood on among it) and another list past it, or another list's page opening with that item, is refused, its read at another address answered alike or not: nothing removed, nothing of the other list inserted, in both orders (r241a F1: 9 removed and 15 inserted, 4 and 20; r242a F1, the read elsewhere too: 17 and 20, 0 and 24)", async () => {
-  for (
-    const [edge, span] of [[false, 0], [true, 0], [false, 4], [
-      true,
-      4,
-    ]] as const
-  ) {
+Deno.test("a sweep window answered, on both its reads, with the list's own overlap (the item the sweep stood on among it) and another list past it, or another list's page opening with that item, is refused, its read at another address answered alike or not: nothing removed, nothing of the other list inserted, in both orders (r241a F1: 9 removed and 15 inserted, 4 and 20; r242a F1, the read elsewhere too: 17 and 20, 0 and 24; r243a F1, three ids past each: 0 and 15)", async () => {
+  // Another list past the overlap (one id past each of the list's, or three: denser), or opening with the edge's item.
+  const ways = [[1, false, 0], [1, true, 0], [1, false, 4], [1, true, 4], [
+    3,
+    false,
+    4,
+  ]] as const;
+  for (const [per, edge, span] of ways) {
     for (const descending of [false, true]) {
       for (
-        const copy of await copies(`spliced-${edge}-${descending}-${span}`)
+        const copy of await copies(
+          `spliced-${per}-${edge}-${descending}-${span}`,
+        )
       ) {
         const real = things(400);
         const list = descending ? real.toReversed() : real;
@@ -2351,9 +2354,13 @@ Deno.test("a sweep window answered, on both its reads, with the list's own overl
               page.forEach((item) => read.add((item as Thing).thingID));
               return page;
             }
-            const swapped = (page as Thing[]).map((item) =>
-              read.has(item.thingID) ? item : { thingID: `${item.thingID}x` }
-            );
+            const swapped = (page as Thing[]).flatMap((item) => {
+              if (read.has(item.thingID)) return [item];
+              const ids = ["x", "y", "z"].slice(0, per).map((end) => ({
+                thingID: `${item.thingID}${end}`,
+              }));
+              return descending ? ids.toReversed() : ids;
+            }).slice(0, page.length);
             if (!edge) return swapped;
             // Another list's items sharing one id with the copy: the item the sweep stood on, first.
             const at = swapped.findLastIndex((item) => read.has(item.thingID));

@@ -167,12 +167,13 @@ export async function foreignPage<T>(
   // The copy's live rows past the pass's `edge` up to its last item, every one missing from it (seen or not).
   const from = edge === null ? null : keyText(edge);
   const gone = await guard.copy.place(from, keyText(keyOf(last))) + 1;
-  // Holding the edge's item where it overlaps, a quarter of its size: at the list's end, a few rows gone before one new
-  // item were refused at share 1 (walk seed 37). Not all it passes: another list answering two addresses took the share
-  // (r242a F1: 17 removed, 20 inserted).
-  const overlaps = window.passed?.some((key) => key.id === edge?.id) === true;
-  const size = overlaps ? window.limit ?? window.ids.length : window.ids.length;
-  if (4 * gone > size) return true;
+  // A short page (the list's end, maybe) holding the edge's item where it overlaps: a quarter of its size, as a few rows
+  // gone before one new item were refused at share 1 (walk seed 37). Not more: another list answering two addresses
+  // took the share (r242a F1: 17 removed, 20 inserted), or, denser than the list, a quarter of a full page (r243a F1).
+  const { passed = [], beyond = [], limit = Infinity } = window;
+  const short = passed.length + window.ids.length + beyond.length < limit &&
+    passed.some((key) => key.id === edge?.id);
+  if (4 * gone > (short ? limit : window.ids.length)) return true;
   const own = new Set(window.ids), read = await readElsewhere(run, window);
   const sign = config.identity.sortDirection === "DESC" ? -1 : 1;
   const within = (read ?? []).filter((key) =>
