@@ -2322,13 +2322,17 @@ Deno.test("a sweep window holding the item the sweep stood on is the list's own 
   }
 });
 
-Deno.test("a sweep window answered, on both its reads, with the list's own overlap (the item the sweep stood on among it) and another list past it, or another list's page opening with that item, is refused, its read at another address answered alike or not: nothing removed, nothing of the other list inserted, in both orders (r241a F1: 9 removed and 15 inserted, 4 and 20; r242a F1, the read elsewhere too: 17 and 20, 0 and 24; r243a F1, three ids past each: 0 and 15)", async () => {
-  // Another list past the overlap (one id past each of the list's, or three: denser), or opening with the edge's item.
-  const ways = [[1, false, 0], [1, true, 0], [1, false, 4], [1, true, 4], [
-    3,
-    false,
-    4,
-  ]] as const;
+Deno.test("a sweep window answered, on both its reads, with the list's own overlap (the item the sweep stood on among it) and another list past it, or another list's page opening with that item, is refused, its read at another address answered alike or not: nothing removed, nothing of the other list inserted, in both orders (r241a F1: 9 removed and 15 inserted, 4 and 20; r242a F1, the read elsewhere too: 17 and 20, 0 and 24; r243a F1, three ids past each: 0 and 15; r244a F1, a short page of it mid-list: 0 and 5)", async () => {
+  // Another list past the overlap (one id past each of the list's, or three: denser), or opening with the edge's item
+  // (a page of it, or a short page mid-list: 6 items where 25 were asked).
+  const ways = [
+    [1, "past", 0],
+    [1, "edge", 0],
+    [1, "past", 4],
+    [1, "edge", 4],
+    [3, "past", 4],
+    [1, "short", 4],
+  ] as const;
   for (const [per, edge, span] of ways) {
     for (const descending of [false, true]) {
       for (
@@ -2361,9 +2365,10 @@ Deno.test("a sweep window answered, on both its reads, with the list's own overl
               }));
               return descending ? ids.toReversed() : ids;
             }).slice(0, page.length);
-            if (!edge) return swapped;
+            if (edge === "past") return swapped;
             // Another list's items sharing one id with the copy: the item the sweep stood on, first.
             const at = swapped.findLastIndex((item) => read.has(item.thingID));
+            if (edge === "short") return swapped.slice(at, at + 6);
             const more = swapped.slice(at + 1).flatMap((item) => {
               const pair = [item, { thingID: `${item.thingID.slice(0, -1)}y` }];
               return descending ? pair.toReversed() : pair;

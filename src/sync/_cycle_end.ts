@@ -166,14 +166,11 @@ export async function foreignPage<T>(
   if (last === undefined) return true;
   // The copy's live rows past the pass's `edge` up to its last item, every one missing from it (seen or not).
   const from = edge === null ? null : keyText(edge);
-  const gone = await guard.copy.place(from, keyText(keyOf(last))) + 1;
-  // A short page (the list's end, maybe) holding the edge's item where it overlaps: a quarter of its size, as a few rows
-  // gone before one new item were refused at share 1 (walk seed 37). Not more: another list answering two addresses
-  // took the share (r242a F1: 17 removed, 20 inserted), or, denser than the list, a quarter of a full page (r243a F1).
-  const { passed = [], beyond = [], limit = Infinity } = window;
-  const short = passed.length + window.ids.length + beyond.length < limit &&
-    passed.some((key) => key.id === edge?.id);
-  if (4 * gone > (short ? limit : window.ids.length)) return true;
+  const upTo = keyText(keyOf(last));
+  const gone = await guard.copy.place(from, upTo) + 1;
+  if (4 * gone > await quarterOf(guard, window, [edge, upTo], config.limit)) {
+    return true;
+  }
   const own = new Set(window.ids), read = await readElsewhere(run, window);
   const sign = config.identity.sortDirection === "DESC" ? -1 : 1;
   const within = (read ?? []).filter((key) =>
@@ -185,6 +182,28 @@ export async function foreignPage<T>(
   }
   const held = await sink.holds?.(within.map((key) => key.id), keyOf);
   return held === undefined || held.size > 0;
+}
+
+/**
+ * What `foreignPage` takes a quarter of: `window`'s new items; its size (at most `limit`) where it is a short page
+ * holding the edge's item where it overlaps and reaching past every row of the copy the cycle has yet to see: the
+ * list's end, its last few rows gone before an item new there (4 of 41 gone were refused at share 1: walk seed 37). Not
+ * elsewhere: answered at two addresses, another list past the list's own overlap took the share (r242a F1), denser than
+ * the list a quarter of a full page (r243a F1), on a short page mid-list a quarter of a page of 1,000 (r244a F1).
+ */
+async function quarterOf<T>(
+  guard: WindowGuard,
+  window: Committed<T>,
+  [edge, last]: [SyncKey | null, string],
+  limit: number,
+): Promise<number> {
+  const { passed = [], beyond = [], ids } = window, asked = window.limit;
+  const short = asked !== undefined &&
+    passed.length + ids.length + beyond.length < asked &&
+    passed.some((key) => key.id === edge?.id);
+  if (!short) return ids.length;
+  const past = await guard.copy.unseen(last, null, 1);
+  return past.length === 0 ? Math.min(asked, limit) : ids.length;
 }
 
 /** The list where `window`'s first item past its overlap stands, read at its size one less, else one more. */
