@@ -8,7 +8,7 @@ import { holdsAny, rowsAhead, type WindowGuard } from "./_window_guard.ts";
 /** Reads of one window that each leave out a row the reads before did not, before it is taken (64 reads: r150 M1). */
 const MAX_READS = 3;
 
-/** A window as the doubter sees it: its ids, those where the pass stood (`passed`), and the state it leaves the pass in. */
+/** A window as the doubter sees it: its ids, those where the pass stood (`passed`), the state it leaves the pass in. */
 type Doubted = {
   ids: readonly string[];
   passed?: readonly SyncKey[];
@@ -17,14 +17,14 @@ type Doubted = {
 
 /**
  * Doubts a sweep window once when its range passes rows the cycle has yet to see and it holds none: another list's
- * answer (a misrouted read), or every such row gone. Read again alike, it is taken (`retaken`), weighed twice by the
- * guard (else another list's read and its re-read weighed as one window), unless it holds the item the pass stood on
- * (`from`, then each window's last) where it overlaps: likely the list's own page, those rows gone, weighed once (twice,
- * 4 of 41 gone were refused as 8: walk seed 37, r240a); `foreignPage` then reads it elsewhere. One that holds some of them is read again
- * until a read passes no row the reads before did not (a page that left items out, or repeated some: r148 F1). Either
- * way, at most MAX_READS reads of a window in a row: on a list that moves under each read, its last item and first
- * differ every time (doubted 64 times, the run failed, r163 P1). `shown`: the ids a read of a window showed that the
- * read taken left out (and those the sweep's windows show where it stood: `PassRun.shown`).
+ * answer (a misrouted read), or every such row gone. Read again alike, it is taken (`retaken`, which `foreignPage`
+ * judges), weighed twice by the guard (else another list's read and its re-read weighed as one window), unless it holds
+ * the item the pass stood on (`from`, then each window's last) where it overlaps: likely the list's own page, those rows
+ * gone, weighed once (twice, 4 of 41 gone were refused as 8: walk seed 37, r240a). One that holds some of them is read
+ * again until a read passes no row the reads before did not (a page that left items out, or repeated some: r148 F1).
+ * Either way, at most MAX_READS reads of a window in a row: on a list that moves under each read, its last item and
+ * first differ every time (doubted 64 times, the run failed, r163 P1). `shown`: the ids a read of a window showed that
+ * the read taken left out (and those the sweep's windows show where it stood: `PassRun.shown`).
  */
 export function doubter(guard: WindowGuard | undefined, from: SyncKey | null) {
   let doubted: string | undefined, reads = 0; // doubted reads of this window in a row

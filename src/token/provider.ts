@@ -77,9 +77,9 @@ export async function requestToken(
 
 /**
  * Creates a token provider: it caches the token, shares one request among concurrent callers, refreshes ahead of expiry
- * while serving the valid token, retries network errors, timeouts, 408, 500, 502, 503 and 504 with backoff, and after a 429 sends
- * nothing until the quota resets. After a failed request (with its retries) it sends none for 10 s, doubling up to 15
- * minutes while failures go on (the README's table gives the requests an outage costs).
+ * while serving the valid token, retries network errors, timeouts, 408, 500, 502, 503 and 504 with backoff, and after
+ * a 429 sends nothing until the quota resets. After a failed request (with its retries) it sends none for 10 s,
+ * doubling up to 15 minutes while failures go on (the README's table gives the requests an outage costs).
  *
  * Decisions read `now()` when `getToken` is called; no timer keeps a process alive. A flight a runtime dropped is given
  * up once its timeouts and retries are spent. The secret stays in private fields: inspecting or serializing the

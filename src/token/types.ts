@@ -77,8 +77,8 @@ export interface TokenRequestOptions {
 }
 
 /**
- * Retry policy of the token provider (network errors, timeouts, 408, 500, 502, 503, 504) and the client (idempotent requests:
- * network errors, timeouts, 408, 429, 500, 502, 503, 504).
+ * Retry policy of the token provider (network errors, timeouts, 408, 500, 502, 503, 504) and the client (idempotent
+ * requests: network errors, timeouts, 408, 429, 500, 502, 503, 504).
  *
  * @example Retrying harder at start-up
  * ```ts
