@@ -2396,3 +2396,69 @@ Deno.test("a sweep window answered, on both its reads, with the list's own overl
     }
   }
 });
+
+Deno.test("the cycle's last sweep window answered, on both its reads, with the list's own overlap, other ids in place of 12 of its items and the rows the head read at the list's end, is refused, in both orders: nothing removed, nothing of it inserted; a list that lost those 12 and gained 12 at its end is taken (r250b: ascending, 12 that exist removed and 12 inserted)", async () => {
+  for (const descending of [false, true]) {
+    for (const copy of await copies(`spliced-last-${descending}`)) {
+      const real = things(400);
+      const list = descending ? real.toReversed() : real;
+      let on = false, asked = "", count = 0, spliced: string | undefined;
+      const read = new Set<string>();
+      const service = listOf(() => list, {
+        maxLimit: 25,
+        before: ({ limit, page }) => (asked = `${limit}/${page}`),
+        answer: (page) => {
+          if (!on || ++count === 1) return page; // the first run; the head's read of the list's end
+          // The sweep's window reaching the list's last item, poisoned for its address.
+          const items = page as Thing[];
+          if (items.at(-1)?.thingID === list.at(-1)!.thingID) spliced ??= asked;
+          if (asked !== spliced) {
+            items.forEach((item) => read.add(item.thingID));
+            return page;
+          }
+          let swapped = 0;
+          return items.map((item) =>
+            read.has(item.thingID) || swapped >= 12
+              ? item
+              : (swapped++, { thingID: `${item.thingID}x` })
+          );
+        },
+      });
+      const options = {
+        id: "thingID",
+        sink: copy.sink,
+        limit: 25,
+        sweep: Infinity,
+        ...(descending ? { sortDirection: "DESC" as const } : {}),
+      };
+      await syncList(service.client, "things", options);
+      on = true;
+      const before = await copy.snapshot();
+      await rejects(
+        syncList(service.client, "things", options),
+        (error: SyncError) => error.reason === "too-many-deletes",
+      );
+      equal(await copy.snapshot(), before, copy.kind);
+      copy.database?.close();
+    }
+  }
+  // Healthy, ascending: the 12 gone (inside the last window) and 12 new ids past the list's end.
+  for (const copy of await copies("spliced-last-healthy")) {
+    let list = things(400);
+    const service = listOf(() => list, { maxLimit: 25 });
+    const options = {
+      id: "thingID",
+      sink: copy.sink,
+      limit: 25,
+      sweep: Infinity,
+    };
+    await syncList(service.client, "things", options);
+    const gone = new Set(list.slice(384, 396).map((item) => item.thingID));
+    const added = things(12).map((item) => ({ thingID: `u${item.thingID}` }));
+    list = [...list.filter((item) => !gone.has(item.thingID)), ...added];
+    const result = await syncList(service.client, "things", options);
+    equal(result.deleted, 12, copy.kind);
+    deepStrictEqual(await copy.ids(), list.map((item) => item.thingID).sort());
+    copy.database?.close();
+  }
+});

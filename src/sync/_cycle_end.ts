@@ -185,6 +185,29 @@ export async function foreignPage<T>(
 }
 
 /**
+ * Whether `window`, holding rows of the copy, opens past the pass's `edge` with items that are neither rows of the copy
+ * nor staged for `cycle`, standing where more than a quarter of its size of the copy's rows lie: another list spliced in
+ * before the list's own rows, judged as `foreignPage` judges a window holding none. Ascending, the cycle's last window
+ * answered at both reads with its overlap, 12 other ids and the rows the head read there removed 12 that exist and put 12
+ * in (r250b; newest first, that splice holds no row of the copy and was refused).
+ */
+export async function splicedPage<T>(
+  { config, committer }: CycleRun<T>,
+  guard: WindowGuard,
+  window: Committed<T>,
+  { edge, cycle }: Pick<SweepCursor, "edge" | "cycle">,
+): Promise<boolean> {
+  if (edge === null) return false;
+  await committer.done();
+  const held = await config.sink.holds?.(window.ids, config.keyOf, cycle);
+  const stop = window.ids.findIndex((id) => held?.has(id) !== false);
+  if (stop <= 0) return false; // a row of the copy first, a sink that cannot tell; none held: foreignPage's
+  const upTo = keyText(config.keyOf(window.items[stop - 1]!));
+  const gone = await guard.copy.place(keyText(edge), upTo) + 1;
+  return 4 * gone > (window.limit ?? window.ids.length);
+}
+
+/**
  * What `foreignPage` takes a quarter of: `window`'s new items; its size (at most `limit`) where it is a short page
  * holding the edge's item where it overlaps and reaching past every row of the copy the cycle has yet to see: the
  * list's end, its last few rows gone before an item new there (4 of 41 gone were refused at share 1: walk seed 37). Not

@@ -26,6 +26,7 @@ import {
   mostUnknown,
   refuseForeign,
   refuseWindows,
+  splicedPage,
 } from "./_cycle_end.ts";
 import { confirmPassed } from "./_confirm.ts";
 import { SyncError } from "./sync_error.ts";
@@ -135,20 +136,19 @@ class Sweeping<T> {
       return config.signal?.throwIfAborted();
     }
     // Taken though doubted, within the share: another list's page (`foreignPage`) is refused (a cache answering one
-    // URL with other ids at the same places removed 31 that exist).
-    const retaken = guard?.retaken !== undefined &&
-        guard.retaken === window.ids[0]
-      ? guard
-      : undefined;
+    // URL with other ids at the same places removed 31 that exist); else, passing rows, one spliced before the list's.
     const standing = committer.latest.sweep?.edge ?? null; // the window's own not yet committed
     const where = { edge: standing, cycle: cursor.cycle };
-    if (retaken && await foreignPage(run, retaken, window, where)) {
-      return await refuseForeign(run, cursor.cycle);
-    }
     const passes = guard === undefined
       ? 0
       : guard.passed.size + guard.beyond - (behind ?? 0);
-    if (await this.#elsewhere(window, standing, passes)) {
+    const retaken = guard?.retaken !== undefined &&
+      guard.retaken === window.ids[0];
+    const foreign = guard !== undefined &&
+      (retaken
+        ? foreignPage(run, guard, window, where)
+        : passes > 0 && splicedPage(run, guard, window, where));
+    if (await foreign || await this.#elsewhere(window, standing, passes)) {
       return await refuseForeign(run, cursor.cycle);
     }
     if (ended && !this.spread) {
