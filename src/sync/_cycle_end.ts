@@ -161,7 +161,7 @@ export async function foreignPage<T>(
 ): Promise<boolean> {
   // Items cycle `cycle` staged are the list's: a confirming read of one new item, read by an earlier run, was refused.
   if (!await holdsNone(run, window.ids, cycle)) return false;
-  const { config } = run, { keyOf, sink } = config;
+  const { config } = run, { keyOf } = config;
   const last = window.items.at(-1);
   if (last === undefined) return true;
   // The copy's live rows past the pass's `edge` up to its last item, every one missing from it (seen or not).
@@ -171,40 +171,50 @@ export async function foreignPage<T>(
   if (4 * gone > await quarterOf(guard, window, [edge, upTo], config.limit)) {
     return true;
   }
-  const own = new Set(window.ids), read = await readElsewhere(run, window);
-  const sign = config.identity.sortDirection === "DESC" ? -1 : 1;
-  const within = (read ?? []).filter((key) =>
-    (edge === null || sign * compareKeys(key, edge) > 0) &&
-    sign * compareKeys(key, keyOf(last)) <= 0
-  );
-  if (within.length === 0 || within.some((key) => !own.has(key.id))) {
-    return true;
-  }
-  const held = await sink.holds?.(within.map((key) => key.id), keyOf);
-  return held === undefined || held.size > 0;
+  return !await agreesElsewhere(run, window, edge, keyOf(last));
 }
 
 /**
- * Whether `window`, holding rows of the copy, opens past the pass's `edge` with items that are neither rows of the copy
- * nor staged for `cycle`, standing where more than a quarter of its size of the copy's rows lie: another list spliced in
- * before the list's own rows, judged as `foreignPage` judges a window holding none. Ascending, the cycle's last window
- * answered at both reads with its overlap, 12 other ids and the rows the head read there removed 12 that exist and put 12
- * in (r250b; newest first, that splice holds no row of the copy and was refused).
+ * Whether a read at another address (`readElsewhere`) shows, past `edge` up to `last`, items of `window` only: then
+ * every row it passes there is gone. A read that tells nothing, or shows others, does not agree.
+ */
+async function agreesElsewhere<T>(
+  run: CycleRun<T> & PassRun<T>,
+  window: Committed<T>,
+  edge: SyncKey | null,
+  last: SyncKey,
+): Promise<boolean> {
+  const { identity } = run.config;
+  const own = new Set(window.ids), read = await readElsewhere(run, window);
+  const sign = identity.sortDirection === "DESC" ? -1 : 1;
+  const within = (read ?? []).filter((key) =>
+    (edge === null || sign * compareKeys(key, edge) > 0) &&
+    sign * compareKeys(key, last) <= 0
+  );
+  return within.length > 0 && within.every((key) => own.has(key.id));
+}
+
+/**
+ * Whether `window`, passing `passes` rows of the copy the cycle has yet to see (more than a quarter of its size) and
+ * holding items that are neither rows of the copy nor staged for `cycle`, is another list's spliced among the list's
+ * own: a read at another address does not agree (`agreesElsewhere`). Ascending, the cycle's last window answered at both
+ * its reads with its overlap, 12 other ids and the rows the head read there removed 12 that exist and put 12 in (r250b;
+ * newest first, that splice holds no row of the copy and was refused; one real item first, or every other, still went
+ * in: r251a). Refused without that read, a list that lost 8 rows in a row and gained 8 there was refused on every run.
  */
 export async function splicedPage<T>(
-  { config, committer }: CycleRun<T>,
-  guard: WindowGuard,
+  run: CycleRun<T> & PassRun<T>,
   window: Committed<T>,
+  passes: number,
   { edge, cycle }: Pick<SweepCursor, "edge" | "cycle">,
 ): Promise<boolean> {
-  if (edge === null) return false;
+  const { config, committer } = run, last = window.items.at(-1);
+  if (edge === null || last === undefined) return false;
+  if (4 * passes <= (window.limit ?? window.ids.length)) return false;
   await committer.done();
   const held = await config.sink.holds?.(window.ids, config.keyOf, cycle);
-  const stop = window.ids.findIndex((id) => held?.has(id) !== false);
-  if (stop <= 0) return false; // a row of the copy first, a sink that cannot tell; none held: foreignPage's
-  const upTo = keyText(config.keyOf(window.items[stop - 1]!));
-  const gone = await guard.copy.place(keyText(edge), upTo) + 1;
-  return 4 * gone > (window.limit ?? window.ids.length);
+  if (held === undefined || held.size === window.ids.length) return false; // no other ids: rows gone
+  return !await agreesElsewhere(run, window, edge, config.keyOf(last));
 }
 
 /**
