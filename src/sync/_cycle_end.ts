@@ -171,36 +171,49 @@ export async function foreignPage<T>(
   if (4 * gone > await quarterOf(guard, window, [edge, upTo], config.limit)) {
     return true;
   }
-  return !await agreesElsewhere(run, window, edge, keyOf(last));
+  const own = new Set(window.ids);
+  const within = await readWithin(run, window, [edge, keyOf(last)]);
+  return within.length === 0 || within.some((key) => !own.has(key.id));
 }
 
 /**
- * Whether a read at another address (`readElsewhere`) shows, past `edge` up to `last`, items of `window` only: then
- * every row it passes there is gone. A read that tells nothing, or shows others, does not agree.
+ * The keys the list shows past `edge` up to `last`, read where `window`'s first item past its overlap stands at its size
+ * one less, else (refused) one more; with `reads` 2, at the other size half a window further on too when the first showed
+ * none there (a list gaining an item a request had moved on past it). None where they tell nothing.
  */
-async function agreesElsewhere<T>(
+async function readWithin<T>(
   run: CycleRun<T> & PassRun<T>,
   window: Committed<T>,
-  edge: SyncKey | null,
-  last: SyncKey,
-): Promise<boolean> {
-  const { identity } = run.config;
-  const own = new Set(window.ids), read = await readElsewhere(run, window);
-  const sign = identity.sortDirection === "DESC" ? -1 : 1;
-  const within = (read ?? []).filter((key) =>
-    (edge === null || sign * compareKeys(key, edge) > 0) &&
-    sign * compareKeys(key, last) <= 0
-  );
-  return within.length > 0 && within.every((key) => own.has(key.id));
+  [edge, last]: [SyncKey | null, SyncKey],
+  reads = 1,
+): Promise<SyncKey[]> {
+  const sign = run.config.identity.sortDirection === "DESC" ? -1 : 1;
+  const limit = window.limit ?? MIN_WINDOW;
+  let at = (window.start ?? 0) + (window.passed?.length ?? 0);
+  for (const size of [limit - 1, limit + 1]) {
+    if (size < 1 || reads === 0) continue;
+    const read = await listHead(run, size, Math.floor(at / size) + 1);
+    if (read === undefined) continue; // refused: a least page size
+    reads--;
+    const within = read.filter((key) =>
+      (edge === null || sign * compareKeys(key, edge) > 0) &&
+      sign * compareKeys(key, last) <= 0
+    );
+    if (within.length > 0) return within;
+    at += Math.floor(limit / 2); // what it reads stood further on by then
+  }
+  return [];
 }
 
 /**
  * Whether `window`, passing `passes` rows of the copy the cycle has yet to see (more than a quarter of its size) and
  * holding items that are neither rows of the copy nor staged for `cycle`, is another list's spliced among the list's
- * own: a read at another address does not agree (`agreesElsewhere`). Ascending, the cycle's last window answered at both
- * its reads with its overlap, 12 other ids and the rows the head read there removed 12 that exist and put 12 in (r250b;
- * newest first, that splice holds no row of the copy and was refused; one real item first, or every other, still went
- * in: r251a). Refused without that read, a list that lost 8 rows in a row and gained 8 there was refused on every run.
+ * own: a read at another address (`readWithin`) shows, past the edge up to its last item, a row of the copy it lacks,
+ * or nothing. Ascending, the cycle's last window answered at both its reads with its overlap, 12 other ids and the rows
+ * the head read there removed 12 that exist and put 12 in (r250b; newest first, that splice holds no row of the copy
+ * and was refused; one real item first, or every other, still went in: r251a). Refused without that read, a list that
+ * lost 8 rows in a row and gained 8 there was refused on every run; refused where that read showed an item new since,
+ * or, read once, nothing of its range, a list gaining one a request was refused 2 to 5 times as often (r252a).
  */
 export async function splicedPage<T>(
   run: CycleRun<T> & PassRun<T>,
@@ -208,13 +221,18 @@ export async function splicedPage<T>(
   passes: number,
   { edge, cycle }: Pick<SweepCursor, "edge" | "cycle">,
 ): Promise<boolean> {
-  const { config, committer } = run, last = window.items.at(-1);
+  const { config, committer } = run, { sink, keyOf } = config;
+  const last = window.items.at(-1);
   if (edge === null || last === undefined) return false;
   if (4 * passes <= (window.limit ?? window.ids.length)) return false;
   await committer.done();
-  const held = await config.sink.holds?.(window.ids, config.keyOf, cycle);
+  const held = await sink.holds?.(window.ids, keyOf, cycle);
   if (held === undefined || held.size === window.ids.length) return false; // no other ids: rows gone
-  return !await agreesElsewhere(run, window, edge, config.keyOf(last));
+  const own = new Set(window.ids);
+  const within = await readWithin(run, window, [edge, keyOf(last)], 2);
+  if (within.length === 0) return true;
+  const lacked = within.filter((key) => !own.has(key.id)).map((key) => key.id);
+  return lacked.length > 0 && (await sink.holds?.(lacked, keyOf))?.size !== 0;
 }
 
 /**
@@ -239,22 +257,10 @@ async function quarterOf<T>(
   return past.length === 0 ? Math.min(asked, limit) : ids.length;
 }
 
-/** The list where `window`'s first item past its overlap stands, read at its size one less, else one more. */
-async function readElsewhere<T>(run: PassRun<T>, window: Committed<T>) {
-  const at = (window.start ?? 0) + (window.passed?.length ?? 0);
-  const limit = window.limit ?? MIN_WINDOW;
-  for (const size of [limit - 1, limit + 1]) {
-    if (size < 1) continue;
-    const read = await listHead(run, size, Math.floor(at / size) + 1);
-    if (read !== undefined) return read;
-  }
-  return undefined;
-}
-
-/** Refuses cycle `cycle` at a sweep window read twice alike that holds none of the copy's rows where they lie (share 1). */
+/** Refuses cycle `cycle` at a sweep window taken for another list's page (`foreignPage`, `splicedPage`; share 1). */
 export async function refuseForeign<T>(run: CycleRun<T>, cycle: number) {
   const why =
-    "a sweep window read twice alike holds none of the copy's rows where its range passes rows the cycle has yet to see, so the list lost them, or another list answered that page";
+    "a sweep window holds none of the copy's rows where its range passes rows the cycle has yet to see, read twice alike or read at another address, so the list lost them, or another list answered that page";
   const what = `the copy of ${run.config.identity.path}`;
   return await refuse(run, cycle, deletesRefused(why, what, 1));
 }

@@ -136,7 +136,7 @@ class Sweeping<T> {
       return config.signal?.throwIfAborted();
     }
     // Taken though doubted, within the share: another list's page (`foreignPage`) is refused (a cache answering one
-    // URL with other ids at the same places removed 31 that exist); else, passing rows, one spliced before the list's.
+    // URL with other ids at the same places removed 31 that exist); else one spliced among the list's (`splicedPage`).
     const standing = committer.latest.sweep?.edge ?? null; // the window's own not yet committed
     const where = { edge: standing, cycle: cursor.cycle };
     const passes = guard === undefined
