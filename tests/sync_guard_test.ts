@@ -2548,3 +2548,65 @@ Deno.test("newest first, a list gaining an item at its top on every request, and
   }
   database.close();
 });
+
+Deno.test("a sweep window answering more of its overlap than the list holds there (the list's items up to the one the sweep stood on, from further back) and other ids in place of the rows after it, up to the row a read one smaller placed by it opens with, is refused, in both orders: nothing removed, nothing of it inserted (r253a: that read showed only that row, which the window holds, and 10 rows that exist were removed)", async () => {
+  for (const descending of [false, true]) {
+    for (const copy of await copies(`overlap-more-${descending}`)) {
+      const real = things(400);
+      const list = descending ? real.toReversed() : real;
+      const place = (item: unknown) =>
+        list.findIndex((thing) => thing.thingID === (item as Thing).thingID);
+      let on = false,
+        count = 0,
+        edge = -1,
+        asked: Asked = { limit: 0, page: 0 };
+      let spliced: { at: string; items: Thing[] } | undefined;
+      const service = listOf(() => list, {
+        maxLimit: 25,
+        before: (at) => (asked = at),
+        answer: (page) => {
+          if (!on) return page; // the first run
+          const at = `${asked.limit}/${asked.page}`;
+          if (spliced?.at === at) return spliced.items;
+          // The eighth request of the run: a sweep window past the item the sweep stood on (the last one read).
+          if (++count === 8) {
+            spliced = {
+              at,
+              items: overlapSplice(list, edge, asked, descending),
+            };
+            return spliced.items;
+          }
+          if (count > 1) edge = Math.max(edge, place(page.at(-1)));
+          return page;
+        },
+      });
+      await refusedOncePoisoned(copy, service.client, descending, () => {
+        on = true;
+      });
+    }
+  }
+});
+
+/**
+ * The window asked as `asked` answered with `list`'s items up to `edge` from so far back that a read one smaller placed
+ * by it (where the window's first item past them would stand) opens with the row it ends with; between, other ids
+ * sorting where the rows after `edge` stand, more than a quarter of the window.
+ */
+function overlapSplice(
+  list: readonly Thing[],
+  edge: number,
+  { limit, page }: Asked,
+  descending: boolean,
+): Thing[] {
+  let gap = Math.floor(limit / 4) + 1;
+  while ((edge + gap + 1) % (limit - 1) !== 0) gap++;
+  const held = edge + gap + 1 - (page - 1) * limit; // more than the list holds there up to `edge`
+  ok(held > edge + 1 - (page - 1) * limit && held < limit - 1);
+  const [after, next] = [list[edge + gap]!, list[edge + gap + 1]!];
+  const other = Array.from({ length: limit - held - 1 }, (_, at) => ({
+    thingID: descending
+      ? `${next.thingID}x${String(99 - at).padStart(2, "0")}`
+      : `${after.thingID}x${String(at).padStart(2, "0")}`,
+  }));
+  return [...list.slice(edge - held + 1, edge + 1), ...other, next];
+}

@@ -177,8 +177,8 @@ export async function foreignPage<T>(
 }
 
 /**
- * The keys the list shows past `edge` up to `last`, read where `window`'s first item past its overlap stands at its size
- * one less, else (refused) one more; with `reads` 2, at the other size half a window further on too when the first showed
+ * The keys the list shows past `edge` up to `last`, read where `window`'s first item past its overlap stands (or `at`)
+ * at its size one less, else (refused) one more; with `reads` 2, at the other size half a window further on too when the first showed
  * none there (a list gaining an item a request had moved on past it). None where they tell nothing.
  */
 async function readWithin<T>(
@@ -186,10 +186,10 @@ async function readWithin<T>(
   window: Committed<T>,
   [edge, last]: [SyncKey | null, SyncKey],
   reads = 1,
+  at = (window.start ?? 0) + (window.passed?.length ?? 0),
 ): Promise<SyncKey[]> {
   const sign = run.config.identity.sortDirection === "DESC" ? -1 : 1;
   const limit = window.limit ?? MIN_WINDOW;
-  let at = (window.start ?? 0) + (window.passed?.length ?? 0);
   for (const size of [limit - 1, limit + 1]) {
     if (size < 1 || reads === 0) continue;
     const read = await listHead(run, size, Math.floor(at / size) + 1);
@@ -213,7 +213,8 @@ async function readWithin<T>(
  * the head read there removed 12 that exist and put 12 in (r250b; newest first, that splice holds no row of the copy
  * and was refused; one real item first, or every other, still went in: r251a). Refused without that read, a list that
  * lost 8 rows in a row and gained 8 there was refused on every run; refused where that read showed an item new since,
- * or, read once, nothing of its range, a list gaining one a request was refused 2 to 5 times as often (r252a).
+ * or, read once, nothing of its range, a list gaining one a request was refused 2 to 5 times as often (r252a). A window
+ * showing the edge further on than the pass expected it is read where the pass expected it too (r253a).
  */
 export async function splicedPage<T>(
   run: CycleRun<T> & PassRun<T>,
@@ -228,11 +229,19 @@ export async function splicedPage<T>(
   await committer.done();
   const held = await sink.holds?.(window.ids, keyOf, cycle);
   if (held === undefined || held.size === window.ids.length) return false; // no other ids: rows gone
-  const own = new Set(window.ids);
-  const within = await readWithin(run, window, [edge, keyOf(last)], 2);
-  if (within.length === 0) return true;
-  const lacked = within.filter((key) => !own.has(key.id)).map((key) => key.id);
-  return lacked.length > 0 && (await sink.holds?.(lacked, keyOf))?.size !== 0;
+  const own = new Set(window.ids),
+    range: [SyncKey, SyncKey] = [edge, keyOf(last)];
+  const lacks = async (keys: SyncKey[]) => {
+    const lacked = keys.filter((key) => !own.has(key.id)).map((key) => key.id);
+    return lacked.length > 0 && (await sink.holds?.(lacked, keyOf))?.size !== 0;
+  };
+  const within = await readWithin(run, window, range, 2);
+  if (within.length === 0 || await lacks(within)) return true;
+  // Answering more of its overlap than the list holds there, a window places that read past the rows it passes: read
+  // where the pass expected the item after the edge too, for the rows it lacks only (r253a: 12 to 24 that exist removed).
+  const { expected, start = 0, passed = [] } = window;
+  if (expected === undefined || expected >= start + passed.length) return false;
+  return await lacks(await readWithin(run, window, range, 1, expected));
 }
 
 /**
