@@ -2610,3 +2610,39 @@ function overlapSplice(
   }));
   return [...list.slice(edge - held + 1, edge + 1), ...other, next];
 }
+
+Deno.test("12 rows in a row replaced in place by new items across the end of a cycle's first window, in both orders, on a service whose largest page is 25: the next window, passing them, stands on what the first read, so every run completes and the copy equals the list (r254: newest first, refused at share 1 on every run, a quiet one too, wherever the block began at 13 to 22)", async () => {
+  for (const descending of [false, true]) {
+    for (let at = 10; at < 26; at++) {
+      const database = new DatabaseSync(":memory:");
+      const sink = createSqliteSink<Thing>(database, { table: "things" });
+      let list = things(400);
+      const order = () =>
+        descending ? list.toSorted(byId).reverse() : list.toSorted(byId);
+      const service = listOf(order, { maxLimit: 25 });
+      const options = {
+        id: "thingID",
+        sink,
+        limit: 25,
+        sweep: Infinity,
+        ...(descending ? { sortDirection: "DESC" as const } : {}),
+      };
+      await syncList(service.client, "things", options);
+      const sorted = order(), first = sorted[at]!.thingID;
+      const out = new Set(
+        sorted.slice(at, at + 12).map((item) => item.thingID),
+      );
+      const added = Array.from({ length: 12 }, (_, n) => ({
+        thingID: `${first}n${n}`,
+      }));
+      list = [...list.filter((item) => !out.has(item.thingID)), ...added];
+      const result = await syncList(service.client, "things", options);
+      equal(result.deleted, 12, `${descending} at ${at}`);
+      const ids = database.prepare(
+        'SELECT id FROM "things" WHERE deleted_at IS NULL ORDER BY id',
+      ).all().map((row) => row.id);
+      deepStrictEqual(ids, list.toSorted(byId).map((item) => item.thingID));
+      database.close();
+    }
+  }
+});

@@ -180,12 +180,12 @@ class Sweeping<T> {
     standing: SyncKey | null,
     passes: number,
   ): Promise<boolean> {
-    // Unguarded: nothing kept for it. A cycle's first window stands on no edge: what it passes is newer than the
-    // cycle (newest first: new since the head read, r168a F2), and the guard alone weighs what it would remove.
-    if (this.guard === undefined || standing === null) return false;
+    if (this.guard === undefined) return false; // unguarded: nothing kept for it
     const read = this.#read;
-    // Not `passed`: another list's page holding the edge's item seeded it (keepEdge).
+    // Not `passed` (another list's page holding the edge's item seeded it), and the cycle's first's too (r254: rows
+    // replaced across its end were refused for good); it passes what is newer than the cycle (r168a F2): the guard's.
     if (window.ids.length > 0) this.#read = new Set(window.ids);
+    if (standing === null) return false;
     const before = passes > 0 ? window.passed ?? [] : [];
     if (before.length === 0) return false;
     const unread = before.map((key) => key.id)
