@@ -2646,3 +2646,45 @@ Deno.test("12 rows in a row replaced in place by new items across the end of a c
     }
   }
 });
+
+Deno.test("a cycle spread over runs (two windows of 25 a run) of a list that gained three items next to each of its first 150, staged by the run before, then lost the 40 items right after where the sweep stands: the next run's first window, its items up to there mostly those staged, leads to it as the list's own page does, so no run is refused and the copy comes to equal the list, in both orders (r254: ascending, refused every fourth run, the cycle never ended)", async () => {
+  for (const descending of [false, true]) {
+    const database = new DatabaseSync(":memory:");
+    const sink = createSqliteSink<Thing>(database, { table: "things" });
+    let list = things(400);
+    const order = () =>
+      descending ? list.toSorted(byId).reverse() : list.toSorted(byId);
+    const service = listOf(order, { maxLimit: 25 });
+    const options = {
+      id: "thingID",
+      sink,
+      limit: 25,
+      sweep: 2,
+      ...(descending ? { sortDirection: "DESC" as const } : {}),
+    };
+    await syncList(service.client, "things", { ...options, sweep: Infinity });
+    list = [
+      ...list,
+      ...order().slice(0, 150).flatMap((item) =>
+        [1, 2, 3].map((n) => ({ thingID: `${item.thingID}n${n}` }))
+      ),
+    ];
+    await syncList(service.client, "things", options); // stages them
+    const edge = (await sink.load())?.sweep?.edge;
+    const sorted = order();
+    const at = sorted.findIndex((item) => item.thingID === edge?.id);
+    ok(at > 0);
+    const out = new Set(
+      sorted.slice(at + 1, at + 41).map((item) => item.thingID),
+    );
+    list = list.filter((item) => !out.has(item.thingID));
+    for (let run = 0; run < 40; run++) {
+      await syncList(service.client, "things", options);
+    }
+    const ids = database.prepare(
+      'SELECT id FROM "things" WHERE deleted_at IS NULL ORDER BY id',
+    ).all().map((row) => row.id);
+    deepStrictEqual(ids, list.toSorted(byId).map((item) => item.thingID));
+    database.close();
+  }
+});
