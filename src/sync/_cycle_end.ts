@@ -19,7 +19,7 @@ import {
   type WindowGuard,
   windowGuard,
 } from "./_window_guard.ts";
-import { isKeyed, keyText } from "./_key_text.ts";
+import { isKeyed, keyOfText, keyText } from "./_key_text.ts";
 import { SyncError } from "./sync_error.ts";
 import { type Committed, listHead, type PassRun } from "./_pass.ts";
 import { compareKeys } from "./_key_order.ts";
@@ -213,11 +213,12 @@ async function readWithin<T>(
  * the head read there removed 12 that exist and put 12 in (r250b; newest first, that splice holds no row of the copy
  * and was refused; one real item first, or every other, still went in: r251a). Refused without that read, a list that
  * lost 8 rows in a row and gained 8 there was refused on every run; refused where that read showed an item new since,
- * or, read once, nothing of its range, a list gaining one a request was refused 2 to 5 times as often (r252a). A window
- * showing the edge further on than the pass expected it is read where the pass expected it too (r253a).
+ * or, read once, nothing of its range, a list gaining one a request was refused 2 to 5 times as often (r252a). A read
+ * opening past the first row the window passes is followed by one of the page before it (r253a, r254a).
  */
 export async function splicedPage<T>(
   run: CycleRun<T> & PassRun<T>,
+  guard: WindowGuard,
   window: Committed<T>,
   passes: number,
   { edge, cycle }: Pick<SweepCursor, "edge" | "cycle">,
@@ -225,7 +226,8 @@ export async function splicedPage<T>(
   const { config, committer } = run, { sink, keyOf } = config;
   const last = window.items.at(-1);
   if (edge === null || last === undefined) return false;
-  if (4 * passes <= (window.limit ?? window.ids.length)) return false;
+  const limit = window.limit ?? window.ids.length;
+  if (4 * passes <= limit) return false;
   await committer.done();
   const held = await sink.holds?.(window.ids, keyOf, cycle);
   if (held === undefined || held.size === window.ids.length) return false; // no other ids: rows gone
@@ -237,11 +239,18 @@ export async function splicedPage<T>(
   };
   const within = await readWithin(run, window, range, 2);
   if (within.length === 0 || await lacks(within)) return true;
-  // Answering more of its overlap than the list holds there, a window places that read past the rows it passes: read
-  // where the pass expected the item after the edge too, for the rows it lacks only (r253a: 12 to 24 that exist removed).
-  const { expected, start = 0, passed = [] } = window;
-  if (expected === undefined || expected >= start + passed.length) return false;
-  return await lacks(await readWithin(run, window, range, 1, expected));
+  // Opening past the first row the window passes, that read told nothing of it (placed by a window answering more of
+  // its overlap than the list holds, r253a, or by the window before, r254a: 6 to 37 that exist removed): read the page
+  // before it too, for the rows it lacks.
+  const rows = await guard.copy.unseen(keyText(edge), keyText(range[1]), limit);
+  const gone = rows.find((row) => !own.has(row.id));
+  const sign = config.identity.sortDirection === "DESC" ? -1 : 1;
+  if (
+    gone === undefined ||
+    sign * compareKeys(within[0]!, keyOfText(gone.key)) <= 0
+  ) return false;
+  const at = (window.start ?? 0) + (window.passed?.length ?? 0) - (limit - 1);
+  return await lacks(await readWithin(run, window, range, 1, Math.max(0, at)));
 }
 
 /**

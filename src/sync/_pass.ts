@@ -32,8 +32,6 @@ export interface Committed<T>
   readonly limit?: number;
   /** The offset it was asked at (0: page 1). */
   readonly start?: number;
-  /** Where the pass expected the item after its edge (its `offset` when the window was judged). */
-  readonly expected?: number;
 }
 
 /** Windows in a row, two windows apart or more, with one first item: the service ignores `page` (a moving list won't). */
@@ -231,7 +229,6 @@ async function judge<T>(
     reached: verdict.reached,
     limit: flight.plan.limit,
     start: flight.plan.start,
-    expected: state.offset,
     ...(at < 0 ? {} : { edgeAt: flight.plan.start + at }),
     ...(verdict.lost === true ? { lost: true } : {}),
     ...(from > 0 ? { passed: keys.slice(0, from) } : {}),

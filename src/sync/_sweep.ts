@@ -147,7 +147,7 @@ class Sweeping<T> {
     const foreign = guard !== undefined &&
       (retaken
         ? foreignPage(run, guard, window, where)
-        : splicedPage(run, window, passes, where));
+        : splicedPage(run, guard, window, passes, where));
     if (await foreign || await this.#elsewhere(window, standing, passes)) {
       return await refuseForeign(run, cursor.cycle);
     }
