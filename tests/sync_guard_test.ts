@@ -2742,3 +2742,46 @@ Deno.test("a sweep window answered with 16 ids of no list in its middle (its las
     }
   }
 });
+
+Deno.test("a cycle spread over runs (two windows of 25 a run) of a list whose 12 rows just before where the sweep stands, read by the run before, were replaced by new items, and the 8 after it went: the next run's first window, opening with them, is read again where the copy places them, which shows none of those rows, so no run is refused and the copy comes to equal the list, in both orders (r255: refused every run that met such a change, and the cycle never ended)", async () => {
+  for (const descending of [false, true]) {
+    const database = new DatabaseSync(":memory:");
+    const sink = createSqliteSink<Thing>(database, { table: "things" });
+    let list = things(1000);
+    const order = () =>
+      descending ? list.toSorted(byId).reverse() : list.toSorted(byId);
+    const service = listOf(order, { maxLimit: 25 });
+    const options = {
+      id: "thingID",
+      sink,
+      limit: 25,
+      sweep: 2,
+      ...(descending ? { sortDirection: "DESC" as const } : {}),
+    };
+    await syncList(service.client, "things", { ...options, sweep: Infinity });
+    for (let run = 0; run < 30; run++) {
+      await syncList(service.client, "things", options);
+      // At the first run and the sixth, the 12 rows before where the sweep stands go, 12 new items come in their
+      // place, and the 8 rows after it go.
+      const edge = (await sink.load())?.sweep?.edge;
+      const sorted = order();
+      const at = sorted.findIndex((item) => item.thingID === edge?.id);
+      if ((run !== 0 && run !== 5) || at < 13) continue;
+      const next = sorted[descending ? at - 1 : at - 13]!.thingID;
+      const out = new Set(
+        [...sorted.slice(at - 12, at), ...sorted.slice(at + 1, at + 9)]
+          .map((item) => item.thingID),
+      );
+      list = [
+        ...list.filter((item) => !out.has(item.thingID)),
+        ...Array.from({ length: 12 }, (_, n) => ({ thingID: `${next}n${n}` })),
+      ];
+    }
+    await syncList(service.client, "things", { ...options, sweep: Infinity });
+    const ids = database.prepare(
+      'SELECT id FROM "things" WHERE deleted_at IS NULL ORDER BY id',
+    ).all().map((row) => row.id);
+    deepStrictEqual(ids, list.toSorted(byId).map((item) => item.thingID));
+    database.close();
+  }
+});

@@ -5,7 +5,8 @@
 import { sweepStart } from "./_checkpoint.ts";
 import { type Committed, type PassRun, runPass } from "./_pass.ts";
 import type { Committer } from "./_committer.ts";
-import { copyReader, foreignPage, refuseForeign } from "./_cycle_end.ts";
+import { copyReader, refuseForeign } from "./_cycle_end.ts";
+import { foreignPage } from "./_foreign_page.ts";
 import { keyOfText, keyText } from "./_key_text.ts";
 import { before, type CopyReader, type WindowGuard } from "./_window_guard.ts";
 import type { SyncKey } from "./_window.ts";

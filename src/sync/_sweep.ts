@@ -20,14 +20,15 @@ import {
   commitEnd,
   type cycleEnd,
   endCycle,
-  foreignPage,
   guardOf,
-  leadsToEdge,
-  mostUnknown,
   refuseForeign,
   refuseWindows,
-  splicedPage,
 } from "./_cycle_end.ts";
+import {
+  foreignBeforeEdge,
+  foreignPage,
+  splicedPage,
+} from "./_foreign_page.ts";
 import { confirmPassed } from "./_confirm.ts";
 import { SyncError } from "./sync_error.ts";
 import { notFound } from "./_short_end.ts";
@@ -166,15 +167,7 @@ class Sweeping<T> {
     return ended ? false : undefined;
   }
 
-  /**
-   * Whether `window`, passing `passes` rows of the copy the cycle has yet to see (accepted, they would go), is another
-   * list's page sorting before the edge `standing`: most of its items up to it are neither the edge's own, nor the
-   * copy's rows, nor items the last window with any committed in this run (newest first, "u…" ids answering the
-   * list's last page twice removed the 20 rows they stood for; 19 with the list's last item, a third of the page the
-   * copy's rows from elsewhere, or the edge's item), unless, passing a quarter of its size at most or the run's first
-   * (r254: its items staged by the run before, a cycle never ended), it leads to the edge as the list's own page does
-   * (`leadsToEdge`: holding the edge's item and the items before it the cycle read, written or staged, r166b F1, F5).
-   */
+  /** Whether `window` is another list's page sorting before the edge `standing` (`foreignBeforeEdge`). */
   async #elsewhere(
     window: Committed<T>,
     standing: SyncKey | null,
@@ -185,16 +178,8 @@ class Sweeping<T> {
     // Not `passed` (another list's page holding the edge's item seeded it); the cycle's first window's too (r254).
     if (window.ids.length > 0) this.#read = new Set(window.ids);
     if (standing === null) return false; // it passes what is newer than the cycle (r168a F2): the guard's
-    const before = passes > 0 ? window.passed ?? [] : [];
-    if (before.length === 0) return false;
-    const unread = before.map((key) => key.id)
-      .filter((id) => !read.has(id) && id !== standing.id);
-    const { run, guard, cursor } = this;
-    if (!await mostUnknown(run, unread, before.length)) return false;
-    const size = window.limit ?? before.length + window.ids.length;
-    if (read.size > 0 && 4 * passes > size) return true;
-    const at = { edge: standing, cycle: cursor.cycle };
-    return !await leadsToEdge(run, guard, window, at);
+    const at = { edge: standing, cycle: this.cursor.cycle, passes, read };
+    return await foreignBeforeEdge(this.run, this.guard, window, at);
   }
 }
 

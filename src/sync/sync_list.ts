@@ -17,7 +17,7 @@ import type { SyncKey } from "./_window.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
 import { deletesRefused } from "./_deletes.ts";
 import { sweep, type SweepRun } from "./_sweep.ts";
-import { holdsNone } from "./_cycle_end.ts";
+import { holdsNone } from "./_foreign_page.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { ownDeadlines } from "../core/_deadlines.ts";
 import { settledOrAborted } from "./_lease.ts";
