@@ -44,6 +44,90 @@ export async function foreignPage<T>(
 }
 
 /**
+ * Whether `window`, passing `passes` rows of the copy the cycle has yet to see (more than a quarter of its size) and
+ * holding items that are neither rows of the copy nor staged for `cycle`, is another list's spliced among the list's
+ * own: a read at another address (`readWithin`) shows, past the edge up to its last item, a row of the copy it lacks,
+ * or nothing. Ascending, the cycle's last window answered at both its reads with its overlap, 12 other ids and the rows
+ * the head read there removed 12 that exist and put 12 in (r250b; newest first, that splice holds no row of the copy
+ * and was refused; one real item first, or every other, still went in: r251a). Refused without that read, a list that
+ * lost 8 rows in a row and gained 8 there was refused on every run; refused where that read showed an item new since,
+ * or, read once, nothing of its range, a list gaining one a request was refused 2 to 5 times as often (r252a). A read
+ * opening past the first row the window passes is followed by one of the page before it (r253a, r254a).
+ */
+export async function splicedPage<T>(
+  run: JudgeRun<T> & PassRun<T>,
+  guard: WindowGuard,
+  window: Committed<T>,
+  passes: number,
+  { edge, cycle }: Pick<SweepCursor, "edge" | "cycle">,
+): Promise<boolean> {
+  const { config, committer } = run, { sink, keyOf } = config;
+  const last = window.items.at(-1);
+  if (edge === null || last === undefined) return false;
+  const limit = window.limit ?? window.ids.length;
+  if (4 * passes <= limit) return false;
+  await committer.done();
+  const held = await sink.holds?.(window.ids, keyOf, cycle);
+  if (held === undefined || held.size === window.ids.length) return false; // no other ids: rows gone
+  const own = new Set(window.ids), keep = span(run, [edge, keyOf(last)]);
+  const within = await readWithin(run, window, keep, 2);
+  if (within.length === 0 || await lacks(run, own, within)) return true;
+  // Opening past the first row the window passes, that read told nothing of it (placed by a window answering more of
+  // its overlap than the list holds, r253a, or by the window before, r254a: 3 to 37 that exist removed): read the page
+  // before it too, for the rows it lacks.
+  const rows = await guard.copy.unseen(
+    keyText(edge),
+    keyText(keyOf(last)),
+    limit,
+  );
+  const gone = rows.find((row) => !own.has(row.id));
+  const sign = config.identity.sortDirection === "DESC" ? -1 : 1;
+  if (
+    gone === undefined ||
+    sign * compareKeys(within[0]!, keyOfText(gone.key)) <= 0
+  ) return false;
+  const at = (window.start ?? 0) + (window.passed?.length ?? 0) - (limit - 1);
+  return await lacks(
+    run,
+    own,
+    await readWithin(run, window, keep, 1, Math.max(0, at)),
+  );
+}
+
+/**
+ * Whether `window`, passing `passes` rows of the copy the cycle has yet to see (accepted, they would go), is another
+ * list's page sorting before `edge`: most of its items up to it are neither the edge's own, nor the
+ * copy's rows, nor items the last window with any committed in this run (newest first, "u…" ids answering the
+ * list's last page twice removed the 20 rows they stood for; 19 with the list's last item, a third of the page the
+ * copy's rows from elsewhere, or the edge's item), unless, passing a quarter of its size at most or the run's first
+ * (r254: its items staged by the run before, a cycle never ended), it leads to the edge as the list's own page does
+ * (`leadsToEdge`: holding the edge's item and the items before it the cycle read, written or staged, r166b F1, F5)
+ * or a read where the copy places its first item agrees (`shownElsewhere`). `read`: the ids of the last window with
+ * any this run committed.
+ */
+export async function foreignBeforeEdge<T>(
+  run: JudgeRun<T> & PassRun<T>,
+  guard: WindowGuard,
+  window: Committed<T>,
+  { edge, cycle, passes, read }: {
+    edge: SyncKey;
+    cycle: number;
+    passes: number;
+    read: ReadonlySet<string>;
+  },
+): Promise<boolean> {
+  const before = passes > 0 ? window.passed ?? [] : [];
+  if (before.length === 0) return false;
+  const unread = before.map((key) => key.id)
+    .filter((id) => !read.has(id) && id !== edge.id);
+  if (!await mostUnknown(run, unread, before.length)) return false;
+  const size = window.limit ?? before.length + window.ids.length;
+  if (read.size > 0 && 4 * passes > size) return true;
+  if (await leadsToEdge(run, guard, window, { edge, cycle })) return false;
+  return !await shownElsewhere(run, guard, window, edge);
+}
+
+/**
  * The keys the list shows that `keep` keeps, read where `window`'s first item past its overlap stands (or `at`) at its
  * size one less, else (refused) one more; with `reads` 2, at the other size half a window further on too when the first
  * showed none (a list gaining an item a request had moved on past it). None where they tell nothing.
@@ -99,7 +183,7 @@ async function lacks<T>(
  * agreed with another list answering every page holding the list's last item (14 that exist removed); placed by the
  * copy (as many rows before the edge as the copy holds between that item and it), it reads the rows that list left out.
  */
-export async function shownElsewhere<T>(
+async function shownElsewhere<T>(
   run: JudgeRun<T> & PassRun<T>,
   guard: WindowGuard,
   window: Committed<T>,
@@ -114,57 +198,6 @@ export async function shownElsewhere<T>(
   const within = await readWithin(run, window, keep, 2, at);
   const own = new Set([...passed.map((key) => key.id), ...ids]);
   return within.length > 0 && !await lacks(run, own, within);
-}
-
-/**
- * Whether `window`, passing `passes` rows of the copy the cycle has yet to see (more than a quarter of its size) and
- * holding items that are neither rows of the copy nor staged for `cycle`, is another list's spliced among the list's
- * own: a read at another address (`readWithin`) shows, past the edge up to its last item, a row of the copy it lacks,
- * or nothing. Ascending, the cycle's last window answered at both its reads with its overlap, 12 other ids and the rows
- * the head read there removed 12 that exist and put 12 in (r250b; newest first, that splice holds no row of the copy
- * and was refused; one real item first, or every other, still went in: r251a). Refused without that read, a list that
- * lost 8 rows in a row and gained 8 there was refused on every run; refused where that read showed an item new since,
- * or, read once, nothing of its range, a list gaining one a request was refused 2 to 5 times as often (r252a). A read
- * opening past the first row the window passes is followed by one of the page before it (r253a, r254a).
- */
-export async function splicedPage<T>(
-  run: JudgeRun<T> & PassRun<T>,
-  guard: WindowGuard,
-  window: Committed<T>,
-  passes: number,
-  { edge, cycle }: Pick<SweepCursor, "edge" | "cycle">,
-): Promise<boolean> {
-  const { config, committer } = run, { sink, keyOf } = config;
-  const last = window.items.at(-1);
-  if (edge === null || last === undefined) return false;
-  const limit = window.limit ?? window.ids.length;
-  if (4 * passes <= limit) return false;
-  await committer.done();
-  const held = await sink.holds?.(window.ids, keyOf, cycle);
-  if (held === undefined || held.size === window.ids.length) return false; // no other ids: rows gone
-  const own = new Set(window.ids), keep = span(run, [edge, keyOf(last)]);
-  const within = await readWithin(run, window, keep, 2);
-  if (within.length === 0 || await lacks(run, own, within)) return true;
-  // Opening past the first row the window passes, that read told nothing of it (placed by a window answering more of
-  // its overlap than the list holds, r253a, or by the window before, r254a: 6 to 37 that exist removed): read the page
-  // before it too, for the rows it lacks.
-  const rows = await guard.copy.unseen(
-    keyText(edge),
-    keyText(keyOf(last)),
-    limit,
-  );
-  const gone = rows.find((row) => !own.has(row.id));
-  const sign = config.identity.sortDirection === "DESC" ? -1 : 1;
-  if (
-    gone === undefined ||
-    sign * compareKeys(within[0]!, keyOfText(gone.key)) <= 0
-  ) return false;
-  const at = (window.start ?? 0) + (window.passed?.length ?? 0) - (limit - 1);
-  return await lacks(
-    run,
-    own,
-    await readWithin(run, window, keep, 1, Math.max(0, at)),
-  );
 }
 
 /**
@@ -190,43 +223,10 @@ async function quarterOf<T>(
 }
 
 /**
- * Whether `window`, passing `passes` rows of the copy the cycle has yet to see (accepted, they would go), is another
- * list's page sorting before the edge `edge`: most of its items up to it are neither the edge's own, nor the
- * copy's rows, nor items the last window with any committed in this run (newest first, "u…" ids answering the
- * list's last page twice removed the 20 rows they stood for; 19 with the list's last item, a third of the page the
- * copy's rows from elsewhere, or the edge's item), unless, passing a quarter of its size at most or the run's first
- * (r254: its items staged by the run before, a cycle never ended), it leads to the edge as the list's own page does
- * (`leadsToEdge`: holding the edge's item and the items before it the cycle read, written or staged, r166b F1, F5)
- * or a read where the copy places its first item agrees (`shownElsewhere`). `read`: the ids of the last window with
- * any this run committed.
- */
-export async function foreignBeforeEdge<T>(
-  run: JudgeRun<T> & PassRun<T>,
-  guard: WindowGuard,
-  window: Committed<T>,
-  { edge, cycle, passes, read }: {
-    edge: SyncKey;
-    cycle: number;
-    passes: number;
-    read: ReadonlySet<string>;
-  },
-): Promise<boolean> {
-  const before = passes > 0 ? window.passed ?? [] : [];
-  if (before.length === 0) return false;
-  const unread = before.map((key) => key.id)
-    .filter((id) => !read.has(id) && id !== edge.id);
-  if (!await mostUnknown(run, unread, before.length)) return false;
-  const size = window.limit ?? before.length + window.ids.length;
-  if (read.size > 0 && 4 * passes > size) return true;
-  if (await leadsToEdge(run, guard, window, { edge, cycle })) return false;
-  return !await shownElsewhere(run, guard, window, edge);
-}
-
-/**
  * Whether, of `of` items, `ids` are those not known the list's, and more than half of `of` are among them and not the
  * copy's live rows (a sink that cannot tell: false).
  */
-export async function mostUnknown<T>(
+async function mostUnknown<T>(
   { config, committer }: JudgeRun<T>,
   ids: readonly string[],
   of: number,
@@ -245,7 +245,7 @@ export async function mostUnknown<T>(
  * anything the cycle read (ids sorting in the gap just before the edge removed 92 that exist, r169a F2; ids a misrouted
  * window had the cycle stage, windows back, 85: F4).
  */
-export async function leadsToEdge<T>(
+async function leadsToEdge<T>(
   { config, committer }: JudgeRun<T>,
   guard: WindowGuard,
   { passed: keys = [], ids: past }: Committed<T>,
