@@ -100,10 +100,9 @@ export async function splicedPage<T>(
  * copy's rows, nor items the last window with any committed in this run (newest first, "u…" ids answering the
  * list's last page twice removed the 20 rows they stood for; 19 with the list's last item, a third of the page the
  * copy's rows from elsewhere, or the edge's item), unless, passing a quarter of its size at most or the run's first
- * (r254: its items staged by the run before, a cycle never ended), it leads to the edge as the list's own page does
- * (`leadsToEdge`: holding the edge's item and the items before it the cycle read, written or staged, r166b F1, F5)
- * or a read where the copy places its first item agrees (`shownElsewhere`). `read`: the ids of the last window with
- * any this run committed.
+ * with its items up to the edge staged by the run before, it leads to the edge as the list's own page does
+ * (`leadsToEdge`: holding the edge's item and the items before it the cycle read, written or staged, r166b F1, F5).
+ * `read`: the ids of the last window with any this run committed.
  */
 export async function foreignBeforeEdge<T>(
   run: JudgeRun<T> & PassRun<T>,
@@ -122,9 +121,12 @@ export async function foreignBeforeEdge<T>(
     .filter((id) => !read.has(id) && id !== edge.id);
   if (!await mostUnknown(run, unread, before.length)) return false;
   const size = window.limit ?? before.length + window.ids.length;
-  if (read.size > 0 && 4 * passes > size) return true;
-  if (await leadsToEdge(run, guard, window, { edge, cycle })) return false;
-  return !await shownElsewhere(run, guard, window, edge);
+  // Passing many, only the run's first window whose items up to the edge the run before staged is judged as one
+  // passing few (r254: refused, a cycle never ended); ids of no list there are not staged (r256a: 12 that exist went).
+  const staged = read.size === 0 &&
+    !await mostUnknown(run, unread, before.length, cycle);
+  if (4 * passes > size && !staged) return true;
+  return !await leadsToEdge(run, guard, window, { edge, cycle });
 }
 
 /**
@@ -152,15 +154,14 @@ async function readWithin<T>(
   return [];
 }
 
-/** Keys past `after` (at it too, `from`), up to `last`, in the pass's order. */
+/** Keys past `after`, up to `last`, in the pass's order. */
 function span<T>(
   { config }: JudgeRun<T>,
   [after, last]: [SyncKey | null, SyncKey],
-  from = false,
 ) {
   const sign = config.identity.sortDirection === "DESC" ? -1 : 1;
   return (key: SyncKey) =>
-    (after === null || sign * compareKeys(key, after) > (from ? -1 : 0)) &&
+    (after === null || sign * compareKeys(key, after) > 0) &&
     sign * compareKeys(key, last) <= 0;
 }
 
@@ -173,31 +174,6 @@ async function lacks<T>(
   const lacked = keys.filter((key) => !own.has(key.id)).map((key) => key.id);
   if (lacked.length === 0) return false;
   return (await config.sink.holds?.(lacked, config.keyOf))?.size !== 0;
-}
-
-/**
- * Whether a read of the list where the copy places `window`'s first item shows, from it up to the window's last, items
- * and no row of the copy the window lacks: its items up to the edge are the list's own, though rows the cycle saw just
- * before the edge went and new items came in their place (a cycle spread over runs, changed there between them, was
- * refused as another list's page every few runs and never ended: r255). Placed by the window's own answer, that read
- * agreed with another list answering every page holding the list's last item (14 that exist removed); placed by the
- * copy (as many rows before the edge as the copy holds between that item and it), it reads the rows that list left out.
- */
-async function shownElsewhere<T>(
-  run: JudgeRun<T> & PassRun<T>,
-  guard: WindowGuard,
-  window: Committed<T>,
-  edge: SyncKey,
-): Promise<boolean> {
-  const { passed = [], ids, items, start = 0 } = window;
-  const [first] = passed, last = items.at(-1);
-  if (first === undefined || last === undefined) return false;
-  const between = await guard.copy.place(keyText(first), keyText(edge));
-  const at = Math.max(0, start + passed.length - 1 - between);
-  const keep = span(run, [first, run.config.keyOf(last)], true);
-  const within = await readWithin(run, window, keep, 2, at);
-  const own = new Set([...passed.map((key) => key.id), ...ids]);
-  return within.length > 0 && !await lacks(run, own, within);
 }
 
 /**
@@ -230,9 +206,10 @@ async function mostUnknown<T>(
   { config, committer }: JudgeRun<T>,
   ids: readonly string[],
   of: number,
+  cycle?: number,
 ): Promise<boolean> {
   await committer.done();
-  const held = await config.sink.holds?.(ids, config.keyOf);
+  const held = await config.sink.holds?.(ids, config.keyOf, cycle);
   return held !== undefined && 2 * (ids.length - held.size) > of;
 }
 
