@@ -122,10 +122,10 @@ export async function foreignBeforeEdge<T>(
   if (!await mostUnknown(run, unread, before.length)) return false;
   const size = window.limit ?? before.length + window.ids.length;
   // Passing many, only the run's first window whose items up to the edge the run before staged is judged as one
-  // passing few (r254: refused, a cycle never ended); ids of no list there are not staged (r256a: 12 that exist went).
-  const staged = read.size === 0 &&
+  // passing few (r254: refused, a cycle never ended); ids of no list first answered there are not (r256a: 12 went).
+  const staged = async () =>
     !await mostUnknown(run, unread, before.length, cycle);
-  if (4 * passes > size && !staged) return true;
+  if (4 * passes > size && (read.size > 0 || !await staged())) return true;
   return !await leadsToEdge(run, guard, window, { edge, cycle });
 }
 
