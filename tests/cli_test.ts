@@ -496,6 +496,45 @@ Deno.test("`quota` prints the buckets as a table", async () => {
   ok(day?.[4]?.endsWith(" UTC"));
 });
 
+Deno.test("`quota` from the cache after a bucket's reset shows it full, resetting next on the next UTC hour, not in 0 s (newcomer r250c)", async () => {
+  const clock = manualClock();
+  await using api = await startFakePartnerApi({
+    quota: { perHour: 10, perDay: 50 },
+    now: clock,
+  });
+  await Deno.mkdir(".test-tmp", { recursive: true });
+  const folder = await Deno.makeTempDir({ dir: ".test-tmp", prefix: "cli-" });
+  const extra = {
+    now: clock,
+    openCache: (clientSecret: string, onNotice: (line: string) => void) => ({
+      store: createFileTokenStore({
+        folder,
+        clientSecret,
+        onNotice,
+        now: clock,
+      }),
+    }),
+  };
+  clock.set(Date.UTC(2026, 10, 21, 10, 20)); // the hourly bucket resets at 11:00
+  equal((await run(["token"], configFor(api), undefined, extra)).code, 0);
+  clock.set(Date.UTC(2026, 10, 21, 12, 20)); // two hours on: the cache's reading is old
+  const result = await run(["quota"], configFor(api), undefined, extra);
+  equal(result.code, 0, result.stderr);
+  equal(api.tokenRequests, 1, "from the cache");
+  const [, hour, day] = result.stdout.trim().split("\n").map((line) =>
+    line.split(/\s{2,}/)
+  );
+  deepStrictEqual(hour, [
+    "per_hour",
+    "10",
+    "10",
+    "40 min",
+    "2026-11-21 13:00 UTC",
+  ]);
+  deepStrictEqual(day?.slice(2), ["49", "11 h 40 min", "2026-11-22 00:00 UTC"]);
+  await Deno.remove(folder, { recursive: true });
+});
+
 Deno.test("`list` writes JSONL by default off a terminal, JSON or a table on request", async () => {
   await using api = await startFakePartnerApi({ items: { cardholders: 7 } });
   const config = configFor(api);

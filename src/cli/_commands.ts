@@ -78,13 +78,28 @@ async function runToken(session: Session, showToken: boolean, json: boolean) {
   summary.write(`${what} ${until}\nquota:\n${gauges}`);
 }
 
-/** The buckets as they stand at `now`, from a reading taken earlier. */
+/** How often a bucket resets, by name: the hourly on the UTC hour, the daily on the UTC day. */
+const PERIODS: Readonly<Record<string, number>> = {
+  per_hour: 3_600_000,
+  per_day: 86_400_000,
+};
+
+/**
+ * The buckets as they stand at `now`, from a reading taken earlier: one whose reset passed is full, and resets next a
+ * period on (the cache read after an hour said "resets in 0 s", at that minute); a bucket of another name, at 0 s.
+ */
 function bucketsNow(quota: QuotaSnapshot | undefined, now: number) {
   return (quota?.buckets ?? []).map((bucket) => {
-    const resetAt = quota!.observedAt + bucket.resetAfter * 1000;
-    return resetAt <= now
-      ? { ...bucket, remaining: bucket.limit, resetAfter: 0 }
-      : { ...bucket, resetAfter: Math.round((resetAt - now) / 1000) };
+    let resetAt = quota!.observedAt + bucket.resetAfter * 1000;
+    if (resetAt > now) {
+      return { ...bucket, resetAfter: Math.round((resetAt - now) / 1000) };
+    }
+    const period = PERIODS[bucket.bucket];
+    if (period !== undefined) {
+      resetAt += period * (Math.floor((now - resetAt) / period) + 1);
+    }
+    const resetAfter = Math.max(0, Math.round((resetAt - now) / 1000));
+    return { ...bucket, remaining: bucket.limit, resetAfter };
   });
 }
 
