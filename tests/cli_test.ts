@@ -15,7 +15,7 @@ import { configFor, run } from "./_cli_helpers.ts";
 import { COMMAND_FLAGS, plan } from "../src/cli/_plan.ts";
 import { badName, FLAGS } from "../src/cli/_flag_values.ts";
 import { failureMessage } from "../src/cli/_commands.ts";
-import { manualClock } from "./_helpers.ts";
+import { type ManualClock, manualClock } from "./_helpers.ts";
 
 const untouchable = () => {
   throw new Error("configuration must not be read");
@@ -502,19 +502,7 @@ Deno.test("`quota` from the cache after a bucket's reset shows it full, resettin
     quota: { perHour: 10, perDay: 50 },
     now: clock,
   });
-  await Deno.mkdir(".test-tmp", { recursive: true });
-  const folder = await Deno.makeTempDir({ dir: ".test-tmp", prefix: "cli-" });
-  const extra = {
-    now: clock,
-    openCache: (clientSecret: string, onNotice: (line: string) => void) => ({
-      store: createFileTokenStore({
-        folder,
-        clientSecret,
-        onNotice,
-        now: clock,
-      }),
-    }),
-  };
+  const { folder, extra } = await cacheOn(clock);
   clock.set(Date.UTC(2026, 10, 21, 10, 20)); // the hourly bucket resets at 11:00
   equal((await run(["token"], configFor(api), undefined, extra)).code, 0);
   clock.set(Date.UTC(2026, 10, 21, 12, 20)); // two hours on: the cache's reading is old
@@ -720,21 +708,8 @@ Deno.test("`demo` runs token, quota and list on one token", async () => {
 Deno.test("a refused token request is remembered across runs through the cache: none within its 10 s cooldown, one after (the clock driven); a request sent another way (the hint's --token-body form) is not held", async () => {
   // A server that takes form bodies only, asked with JSON: refused (400).
   await using api = await startFakePartnerApi({ tokenBodyFormats: ["form"] });
-  await Deno.mkdir(".test-tmp", { recursive: true });
-  const folder = await Deno.makeTempDir({ dir: ".test-tmp", prefix: "cli-" });
   const clock = manualClock();
-  // Each run opens the cache afresh, as a process would, on the run's clock.
-  const extra = {
-    now: clock,
-    openCache: (clientSecret: string, onNotice: (line: string) => void) => ({
-      store: createFileTokenStore({
-        folder,
-        clientSecret,
-        onNotice,
-        now: clock,
-      }),
-    }),
-  };
+  const { folder, extra } = await cacheOn(clock);
   const requests: number[] = [];
   // 0 s: refused; 9.9 s: within the cooldown; 10.1 s: after it (refused
   // again, 20 s now); 30 s: within the second.
@@ -893,3 +868,21 @@ Deno.test("a single-value flag given twice is refused by every command that take
   deepStrictEqual([api.tokenRequests, api.apiRequests], [0, 0]);
   await Deno.remove(folder, { recursive: true });
 });
+
+/** A cache folder of its own, and the run options that open it afresh each run, as a process would, on `clock`. */
+async function cacheOn(clock: ManualClock) {
+  await Deno.mkdir(".test-tmp", { recursive: true });
+  const folder = await Deno.makeTempDir({ dir: ".test-tmp", prefix: "cli-" });
+  const extra = {
+    now: clock,
+    openCache: (clientSecret: string, onNotice: (line: string) => void) => ({
+      store: createFileTokenStore({
+        folder,
+        clientSecret,
+        onNotice,
+        now: clock,
+      }),
+    }),
+  };
+  return { folder, extra };
+}

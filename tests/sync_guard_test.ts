@@ -2530,40 +2530,36 @@ Deno.test("newest first, a list gaining an item at its top on every request, and
 });
 
 Deno.test("a sweep window answering more of its overlap than the list holds there (the list's items up to the one the sweep stood on, from further back) and other ids in place of the rows after it, up to the row a read one smaller placed by it opens with, is refused, in both orders: nothing removed, nothing of it inserted (r253a: that read showed only that row, which the window holds, and 10 rows that exist were removed)", async () => {
-  for (const descending of [false, true]) {
-    for (const copy of await copies(`overlap-more-${descending}`)) {
-      const real = things(400);
-      const list = descending ? real.toReversed() : real;
-      const place = (item: unknown) =>
-        list.findIndex((thing) => thing.thingID === (item as Thing).thingID);
-      let on = false,
-        count = 0,
-        edge = -1,
-        asked: Asked = { limit: 0, page: 0 };
-      let spliced: { at: string; items: Thing[] } | undefined;
-      const service = listOf(() => list, {
-        maxLimit: 25,
-        before: (at) => (asked = at),
-        answer: (page) => {
-          if (!on) return page; // the first run
-          const at = `${asked.limit}/${asked.page}`;
-          if (spliced?.at === at) return spliced.items;
-          // The eighth request of the run: a sweep window past the item the sweep stood on (the last one read).
-          if (++count === 8) {
-            spliced = {
-              at,
-              items: overlapSplice(list, edge, asked, descending),
-            };
-            return spliced.items;
-          }
-          if (count > 1) edge = Math.max(edge, place(page.at(-1)));
-          return page;
-        },
-      });
-      await refusedOncePoisoned(copy, service.client, descending, () => {
-        on = true;
-      });
-    }
+  for await (
+    const { copy, list, place, descending } of ordered("overlap-more")
+  ) {
+    let on = false,
+      count = 0,
+      edge = -1,
+      asked: Asked = { limit: 0, page: 0 };
+    let spliced: { at: string; items: Thing[] } | undefined;
+    const service = listOf(() => list, {
+      maxLimit: 25,
+      before: (at) => (asked = at),
+      answer: (page) => {
+        if (!on) return page; // the first run
+        const at = `${asked.limit}/${asked.page}`;
+        if (spliced?.at === at) return spliced.items;
+        // The eighth request of the run: a sweep window past the item the sweep stood on (the last one read).
+        if (++count === 8) {
+          spliced = {
+            at,
+            items: overlapSplice(list, edge, asked, descending),
+          };
+          return spliced.items;
+        }
+        if (count > 1) edge = Math.max(edge, place(page.at(-1)));
+        return page;
+      },
+    });
+    await refusedOncePoisoned(copy, service.client, descending, () => {
+      on = true;
+    });
   }
 });
 
@@ -2685,61 +2681,57 @@ Deno.test("a cycle spread over runs (two windows of 25 a run) of a list that gai
 });
 
 Deno.test("a sweep window answered with 16 ids of no list in its middle (its last 16 items pushed off), then the next with the list's items up to where the sweep stood, other ids in place of the 6 rows after it and the 11 rows after those, is refused, in both orders: nothing removed, nothing of it inserted (r254a: the read at another address, placed past the 6 by the window before, showed only rows the window held, and the 6 were removed)", async () => {
-  for (const descending of [false, true]) {
-    for (const copy of await copies(`two-windows-${descending}`)) {
-      const real = things(400);
-      const list = descending ? real.toReversed() : real;
-      const place = (item: unknown) =>
-        list.findIndex((thing) => thing.thingID === (item as Thing).thingID);
-      const other = (after: Thing, next: Thing, mark: string, at: number) => ({
-        thingID: descending
-          ? `${next.thingID}${mark}${String(99 - at).padStart(2, "0")}`
-          : `${after.thingID}${mark}${String(at).padStart(2, "0")}`,
-      });
-      let on = false, count = 0, edge = -1, asked = "";
-      const answers = new Map<string, Thing[]>(); // poisoned addresses, answered alike again
-      const service = listOf(() => list, {
-        maxLimit: 25,
-        before: ({ limit, page }) => (asked = `${limit}/${page}`),
-        answer: (page) => {
-          if (!on) return page; // the first run
-          const again = answers.get(asked);
-          if (again !== undefined) return again;
-          const items = page as Thing[];
-          count++;
-          if (count === 7) { // 16 other ids in its middle
-            const mid = Math.min(items.length >> 1, items.length - 19);
-            const ids = Array.from(
-              { length: 16 },
-              (_, at) => other(items[mid - 1]!, items[mid]!, "y", at),
-            );
-            const answer = [...items.slice(0, mid), ...ids, ...items.slice(mid)]
-              .slice(0, items.length);
-            edge = place(answer.at(-1));
-            answers.set(asked, answer);
-            return answer;
-          }
-          if (count === 8) { // 5 up to the edge, 6 gone for other ids, 11 after
-            const ids = Array.from(
-              { length: items.length - 16 },
-              (_, at) => other(list[edge + 6]!, list[edge + 7]!, "x", at),
-            );
-            const answer = [
-              ...list.slice(edge - 4, edge + 1),
-              ...ids,
-              ...list.slice(edge + 7, edge + 18),
-            ];
-            answers.set(asked, answer);
-            return answer;
-          }
-          if (count > 1) edge = Math.max(edge, place(items.at(-1)));
-          return page;
-        },
-      });
-      await refusedOncePoisoned(copy, service.client, descending, () => {
-        on = true;
-      });
-    }
+  for await (
+    const { copy, list, place, descending } of ordered("two-windows")
+  ) {
+    const other = (after: Thing, next: Thing, mark: string, at: number) => ({
+      thingID: descending
+        ? `${next.thingID}${mark}${String(99 - at).padStart(2, "0")}`
+        : `${after.thingID}${mark}${String(at).padStart(2, "0")}`,
+    });
+    let on = false, count = 0, edge = -1, asked = "";
+    const answers = new Map<string, Thing[]>(); // poisoned addresses, answered alike again
+    const service = listOf(() => list, {
+      maxLimit: 25,
+      before: ({ limit, page }) => (asked = `${limit}/${page}`),
+      answer: (page) => {
+        if (!on) return page; // the first run
+        const again = answers.get(asked);
+        if (again !== undefined) return again;
+        const items = page as Thing[];
+        count++;
+        if (count === 7) { // 16 other ids in its middle
+          const mid = Math.min(items.length >> 1, items.length - 19);
+          const ids = Array.from(
+            { length: 16 },
+            (_, at) => other(items[mid - 1]!, items[mid]!, "y", at),
+          );
+          const answer = [...items.slice(0, mid), ...ids, ...items.slice(mid)]
+            .slice(0, items.length);
+          edge = place(answer.at(-1));
+          answers.set(asked, answer);
+          return answer;
+        }
+        if (count === 8) { // 5 up to the edge, 6 gone for other ids, 11 after
+          const ids = Array.from(
+            { length: items.length - 16 },
+            (_, at) => other(list[edge + 6]!, list[edge + 7]!, "x", at),
+          );
+          const answer = [
+            ...list.slice(edge - 4, edge + 1),
+            ...ids,
+            ...list.slice(edge + 7, edge + 18),
+          ];
+          answers.set(asked, answer);
+          return answer;
+        }
+        if (count > 1) edge = Math.max(edge, place(items.at(-1)));
+        return page;
+      },
+    });
+    await refusedOncePoisoned(copy, service.client, descending, () => {
+      on = true;
+    });
   }
 });
 
@@ -2802,3 +2794,15 @@ Deno.test("a cycle spread over runs (two windows of 25 a run), answered for two 
     }
   }
 });
+
+/** Each copy `copies` makes, in both orders, with the list of 400 items it is made of (in the pass's order) and where an item stands in it. */
+async function* ordered(name: string) {
+  for (const descending of [false, true]) {
+    for (const copy of await copies(`${name}-${descending}`)) {
+      const list = descending ? things(400).toReversed() : things(400);
+      const place = (item: unknown) =>
+        list.findIndex((thing) => thing.thingID === (item as Thing).thingID);
+      yield { copy, list, place, descending };
+    }
+  }
+}
