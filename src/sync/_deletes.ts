@@ -180,14 +180,17 @@ export function tooManyDeletes(
   );
 }
 
-/** A `"too-many-deletes"` refusal of `what`, because of `why`, naming the share (`needed`) that lets it through. */
+/**
+ * A `"too-many-deletes"` refusal of `what`, because of `why`, naming the share (`needed`) that lets it through, with
+ * the whole sweep its confirmation needs (one ending mid-cycle confirms nothing yet: newcomer r258c).
+ */
 export function deletesRefused(
   why: string,
   what: string,
   needed: number,
 ): SyncError {
   const message =
-    `Cannot sync into ${what}: ${why}. If the list really lost them, run again with maxDeletes ${needed} (CLI: --max-deletes ${needed})`;
+    `Cannot sync into ${what}: ${why}. If the list really lost them, run again with maxDeletes ${needed} and sweep: Infinity (CLI: --sweep all --max-deletes ${needed})`;
   const error = new SyncError(message, "too-many-deletes", what);
   return Object.assign(error, { maxDeletesNeeded: needed });
 }
