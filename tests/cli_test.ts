@@ -81,10 +81,16 @@ Deno.test("the CLI refuses bad flags in one line, exit 2, before reading configu
       ["list", "transactions", "--max-items=-1"],
       "--max-items must be a non-negative integer: received -1",
     ],
+    // Told to write the value after "=" only where it is taken so: else why it is not (newcomer r258c).
     [
       ["list", "transactions", "--max-items", "-1"],
-      "--max-items needs a value: -1 reads as a flag (write --max-items=-1",
+      "--max-items must be a non-negative integer: received -1",
     ],
+    [
+      ["sync", "transactions", "--to", "-copy.db"],
+      "--to needs a value: -copy.db reads as a flag (write --to=-copy.db",
+    ],
+    [["sync", "transactions", "--to"], "--to needs a value"],
     // In the CLI's flags, not the library's options nor node:util's words (outside review r138 F8).
     [
       ["list", "transactions", "--sort-by", "-creationDate"],
@@ -651,7 +657,7 @@ Deno.test("a host without net permission: the CLI says the library's message, wh
     equal(result.code, 2);
     equal(
       result.stderr,
-      `partner-api: ${error.message} (see partner-api --help)\n`,
+      `partner-api: ${error.message} (see partner-api ${args[0]} --help)\n`,
     );
   }
 });

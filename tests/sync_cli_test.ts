@@ -93,6 +93,39 @@ Deno.test("sync into JSONL by creation date; Ctrl-C commits what it has and exit
   equal(new Set(ids).size, 3000);
 });
 
+Deno.test("sync CLI: a run the service stops after batches committed (a 429 without Retry-After once retried; here a 403, never retried) says what the copy kept and that the same command resumes, as Ctrl-C does (it said the service's answer alone: newcomer r258c)", async () => {
+  await using api = await startFakePartnerApi({
+    items: { transactions: 3000 },
+  });
+  const target = await fresh("stopped.db");
+  const args = syncArgs(target, ["--sort-by", "creationDate", "--limit", "50"]);
+  // The third page of the list is refused.
+  let pages = 0;
+  const fetch = (input: RequestInfo | URL, init?: RequestInit) => {
+    const url = input instanceof Request ? input.url : String(input);
+    if (url.includes("/api/transactions") && ++pages === 3) {
+      api.injectApiFaults({ kind: "status", status: 403 });
+    }
+    return globalThis.fetch(input, init);
+  };
+  const stopped = await run(args, configFor(api), undefined, { fetch });
+  equal(stopped.code, 1, stopped.stderr);
+  const kept = rows(target);
+  equal(kept > 0 && kept < 3000, true, `${kept} rows`);
+  const said = stopped.stderr.trim().split("\n").at(-1)!;
+  equal(said.includes(" answered 403"), true, said);
+  equal(
+    said.includes(
+      `; committed ${kept} items to ${target} before it: run the same command again to resume`,
+    ),
+    true,
+    said,
+  );
+  const again = await run(args, configFor(api));
+  equal(again.code, 0, again.stderr);
+  equal(rows(target), 3000);
+});
+
 Deno.test("sync's flags are checked before anything is read", () => {
   // Each flag of a copy to a.db, with the values it refuses.
   const refused: Record<string, string[]> = {

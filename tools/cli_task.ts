@@ -8,6 +8,14 @@
 // Everything else passes through: arguments, terminal, Ctrl-C, exit code.
 
 const env = (name: string) => Deno.env.get(name) || undefined;
+// Where the task was typed (deno task sets INIT_CWD), and the checkout it runs in, this file's parent folder.
+const checkout = new URL("..", import.meta.url).pathname.replace(
+  /(.)\/$/,
+  "$1",
+);
+const typedIn = env("INIT_CWD");
+const outside = typedIn !== undefined && typedIn !== checkout &&
+  !typedIn.startsWith(`${checkout}/`);
 const home = env("HOME");
 const folder = env("PARTNER_API_CACHE_DIR") ??
   (env("XDG_CACHE_HOME")
@@ -54,8 +62,9 @@ const child = new Deno.Command("deno", {
     new URL("../src/cli/mod.ts", import.meta.url).pathname,
     ...Deno.args,
   ],
-  // The tool prints `deno task cli` in the commands it suggests only when run so.
-  env: { PARTNER_API_CLI_TASK: "1" },
+  // The tool prints `deno task cli` in the commands it suggests only when run so: from a folder outside the
+  // checkout, `deno task --cwd <checkout> cli` (typed there, `deno task cli` finds no deno.json: newcomer r258c).
+  env: { PARTNER_API_CLI_TASK: outside ? checkout : "1" },
   stdin: "inherit",
   stdout: "inherit",
   stderr: "inherit",

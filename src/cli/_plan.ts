@@ -172,6 +172,10 @@ function parseFlags(args: readonly string[]) {
     const unknown = /Unknown option '(-{1,2})([^']+)'/.exec(message);
     const ambiguous = /Option '--([^']+)' argument is ambiguous/.exec(message);
     if (ambiguous) throw dashValue(ambiguous[1]!, args);
+    // Last on the line, a flag's value left out (node:util: "Option '--to <value>' argument missing").
+    const missing = /Option '(?:-\w, )?--([\w-]+) <value>' argument missing/
+      .exec(message);
+    if (missing) throw new UsageError(`--${missing[1]} needs a value`);
     if (!unknown) throw new UsageError(message.replace(/\s*\n\s*/g, " "));
     const own = Object.hasOwn(COMMAND_FLAGS, `${args[0]}`) &&
       COMMAND_FLAGS[`${args[0]}`];
@@ -190,6 +194,16 @@ function dashValue(flag: string, args: readonly string[]): UsageError {
     return new UsageError(`--${flag} needs a value: ${value} is a flag`);
   }
   if (flag === "sort-by") sortField(value); // its own advice: --sort-by field --sort-direction DESC
+  // Advised only where that form is taken: `--sweep -1` was told to write --sweep=-1, then refused (newcomer r258c).
+  const line = [...args];
+  line.splice(args.indexOf(`--${flag}`), 2, `--${flag}=${value}`);
+  try {
+    plan(line);
+  } catch (refused) {
+    const own = refused instanceof UsageError &&
+      refused.message.startsWith(`--${flag} `);
+    if (own) return refused;
+  }
   return new UsageError(
     `--${flag} needs a value: ${value} reads as a flag (write --${flag}=${value} if it is the value)`,
   );

@@ -67,17 +67,31 @@ async function syncInto(
     const seconds = (now() - started) / 1000;
     io.stderr.write(resultLines(request, result, seconds, now()));
   } catch (error) {
-    if (!(error instanceof Interrupted)) throw error;
     const what = `${counted(committed, "item")} to ${request.target}`;
-    throw new Interrupted(
-      `interrupted: committed ${what}; run the same command again to resume`,
-      error.exitCode,
-    );
+    throw stoppedWith(error, what, committed > 0);
   } finally {
     delete session.clientEvents.listener;
     progress.end();
     sink.close?.();
   }
+}
+
+/** A run stopped by Ctrl-C, or by the service after batches committed (`kept`): `error`, saying what it committed. */
+function stoppedWith(error: unknown, what: string, kept: boolean): unknown {
+  if (error instanceof Interrupted) {
+    return new Interrupted(
+      `interrupted: committed ${what}; run the same command again to resume`,
+      error.exitCode,
+    );
+  }
+  // A 429 without Retry-After ends the run: what the copy kept, and how to go on (it said the 429 alone: newcomer r258c).
+  if (!(error instanceof ApiError) || !kept) return error;
+  const { status, reason, attempts, url, bodyExcerpt } = error;
+  const init = { status, url, ...given({ reason, attempts, bodyExcerpt }) };
+  return new ApiError(
+    `${error.message}; committed ${what} before it: run the same command again to resume`,
+    { ...init, cause: error },
+  );
 }
 
 /** What a finished run says on standard error: its counts, then what it lacks or skipped. */

@@ -6,7 +6,7 @@ import { redact } from "../core/_redact.ts";
 import { redactable } from "../core/_secret_runs.ts";
 import { requireDeno, tried } from "../core/_check.ts";
 import { VERSION } from "../core/_version.ts";
-import { type Plan, plan } from "./_plan.ts";
+import { COMMAND_FLAGS, type Plan, plan } from "./_plan.ts";
 import { NAME } from "./_help.ts";
 import { CONFIG_OPTIONAL_VARIABLES, CONFIG_VARIABLES } from "../core/config.ts";
 import { execute, failureMessage } from "./_commands.ts";
@@ -60,11 +60,11 @@ export async function main(
     return await carryOut(planned, run, opened);
   } catch (error) {
     let failure = error;
+    const options = { options: FLAGS, strict: false, allowNegative: true };
+    const { values, positionals } = parseArgs({ args, ...options });
     // A line refused before --env-file was read: the secret the file holds is kept out of what is printed all the same;
     // a file this run cannot read is what it is told, as the line may quote the secret unknown (r212c F3).
     if (planned === undefined) {
-      const options = { options: FLAGS, strict: false, allowNegative: true };
-      const { values } = parseArgs({ args, ...options });
       await addEnvFile(run, values["env-file"]).catch((unread) => {
         failure = unread;
       });
@@ -75,7 +75,8 @@ export async function main(
     const envFile = planned && "envFile" in planned
       ? planned.envFile
       : undefined;
-    return reportFailure(failure, run, { verbose, tokens, envFile });
+    const [command] = positionals;
+    return reportFailure(failure, run, { verbose, tokens, envFile, command });
   }
 }
 
@@ -137,10 +138,11 @@ async function carryOut(
 function reportFailure(
   error: unknown,
   run: RunIo,
-  { verbose, tokens, envFile }: {
+  { verbose, tokens, envFile, command }: {
     verbose: boolean;
     tokens: readonly string[];
     envFile: string | undefined;
+    command: string | undefined;
   },
 ): number {
   // A closed output (e.g. `| head`) leaves nothing to tell and nobody to tell it.
@@ -159,7 +161,13 @@ function reportFailure(
   const hidden = [...(credentials.secret ? [credentials] : []), ...tokens];
   const clean = (text: string) =>
     escapeControls(shownText(redact(text, [...secrets, ...tokens]), hidden));
-  const help = code === 2 ? ` (see ${run.helpHint ?? `${NAME} --help`})` : "";
+  // The command's own help, where the line names one: the tool's lists no command's flags (newcomer r258c).
+  const topic = command !== undefined && Object.hasOwn(COMMAND_FLAGS, command)
+    ? ` ${command}`
+    : "";
+  const help = code === 2
+    ? ` (see ${programOf(run.helpHint)}${topic} --help)`
+    : "";
   const clear = error instanceof ApiError && error.status === 401
     ? clearHint(run, envFile)
     : "";
@@ -232,17 +240,20 @@ function processIo(): RunIo {
   };
 }
 
-/** Set by `deno task cli` (tools/cli_task.ts) for the tool it runs. */
+/** Set by `deno task cli` (tools/cli_task.ts) for the tool it runs: "1", or the checkout when typed outside it. */
 const TASK_VARIABLE = "PARTNER_API_CLI_TASK";
 
 /**
- * The tool as its user ran it, for commands it prints to type again: the task from a checkout, the installed name,
- * else the file run (the README's `deno run -A <checkout>/src/cli/mod.ts` from a folder of one's own, or a script).
+ * The tool as its user ran it, for commands it prints to type again: the task from a checkout (from a folder of
+ * one's own, `deno task --cwd <checkout> cli`), the installed name, else the file run (the README's
+ * `deno run -A <checkout>/src/cli/mod.ts` from a folder of one's own, or a script).
  */
 function invokedAs(): string {
   const program = Deno.mainModule;
   if (!program.startsWith("file:")) return NAME;
-  if (tried(() => readAllowed(TASK_VARIABLE)) === "1") return "deno task cli";
+  const task = tried(() => readAllowed(TASK_VARIABLE));
+  if (task === "1") return "deno task cli";
+  if (task) return `deno task --cwd ${shellWord(task)} cli`;
   return `deno run -A ${
     shellWord(decodeURIComponent(new URL(program).pathname))
   }`;
