@@ -93,12 +93,28 @@ async function runSchedule(schedule: Schedule) {
       now.has(id) && !sink.rows.has(id)
     );
     if (missing.length > 0) throw new Error(`missing ${missing.length}`);
+    // A service that cuts no page: no run keeps a size as cut (the list's end moving on while read again was taken
+    // for a cut at 64 items, and every later run's sweep read 63 a request: r258b).
+    const cut = sink.checkpoint?.refusedLimit;
+    if (cut !== undefined) throw new Error(`a cut kept at ${cut}`);
   }
 }
 
-Deno.test("a list that loses and gains items on every request is followed to its end by every run, within a bound of requests, holding every item there throughout", async () => {
+Deno.test("a list that loses and gains items on every request is followed to its end by every run, within a bound of requests, holding every item there throughout, and keeping no size as cut", async () => {
   await fc.assert(fc.asyncProperty(schedules, runSchedule), {
     numRuns: runs(15, 300),
     seed: 61,
+    // Found by the deep run: a list losing about 98 items a request kept a cut at 29 (r258b's, at 64, was a head read
+    // again over the list's end, placed back by its margin).
+    examples: [[{
+      items: 2861,
+      maxLimit: 394,
+      limit: 25,
+      concurrency: 1,
+      descending: false,
+      churn: { remove: 0.24873096446700507, insert: 0, append: 0 },
+      gone: [0],
+      seed: 1,
+    }]],
   });
 });

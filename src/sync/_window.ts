@@ -26,8 +26,9 @@ export interface WindowState extends Pick<SyncCheckpoint, "edge" | "offset"> {
    * null once they came back this pass (a page cut again keeps its cap: the service lowered its largest).
    */
   readonly capped?: Pick<WindowState, "accepted" | "refused"> | null;
-  /** The smallest size refused, or cut; Infinity while none was. */
+  /** The smallest size refused, or cut (a short answer ending at `cutEnd`, past which a cut holds items); or Infinity. */
   readonly refused: number;
+  readonly cutEnd?: number;
   /** The smallest size the service answered with a 400, kept in the checkpoint: no later run of the cycle asks it. */
   readonly rejected?: number;
   readonly maxLimit: number;
@@ -340,10 +341,10 @@ function learnLimit(state: WindowState, plan: WindowPlan, count: number) {
     if (state.capped) {
       return { ...state, ...state.capped, full: limit, capped: null };
     }
-    // Full at the size a shorter answer to a larger one held, reading past where the pass stood (else it may hold the
-    // answer's items, which the list's end cut): a cut, kept like a 400 for the cycle's runs.
+    // Full at the size a shorter answer to a larger one held, past where the pass stood and that answer ended (else it
+    // may hold its items, which the list's end cut: r258b): a cut, kept like a 400 for the cycle's runs.
     const cut = state.refused === limit + 1 &&
-      plan.start + count > state.offset;
+      plan.start + count > Math.max(state.offset, state.cutEnd ?? 0);
     return {
       ...state,
       accepted: Math.max(state.accepted, limit),
@@ -359,6 +360,7 @@ function learnLimit(state: WindowState, plan: WindowPlan, count: number) {
     ...state,
     accepted: lowered ? count : Math.max(state.accepted, count),
     refused: Math.min(state.refused, count + 1),
+    cutEnd: plan.start + count,
   };
 }
 
