@@ -1866,3 +1866,58 @@ Deno.test("a short page read again answered from elsewhere than asked, ending be
     equal(deleted, 0, `${sortDirection}, a cut then a page from the top`);
   }
 });
+
+Deno.test("newest first, a sweep of 1 or 2 requests a run over a list that changed while it was read (items new at the top and anywhere, some gone) ends its cycles once the list holds still: the copy equals the list within the bound of runs (its window at the list's end, cut with nothing new twice a run, never ended the cycle: r258b)", async () => {
+  const id = (at: number) => `t${String(Math.floor(at)).padStart(10, "0")}`;
+  for (const [items, sweep, seed] of [[5000, 1, 7], [8000, 2, 5]] as const) {
+    const random = seededRandom(seed);
+    let serial = 0;
+    const list = Array.from(
+      { length: items },
+      (_, i) => ({ thingID: id(i * 1000) }),
+    );
+    const change = () => {
+      const which = random();
+      if (which < 0.25) {
+        list.push({ thingID: `${id(items * 1000 + serial++ * 10)}a` });
+      } else if (which < 0.5) {
+        list.push({ thingID: `${id(random() * items * 1000)}b${serial++}` });
+      } else if (which < 0.75) {
+        list.splice(Math.floor(random() * list.length), 1);
+      }
+    };
+    let moving = false;
+    const newestFirst = () =>
+      list.toSorted((a, b) => a.thingID < b.thingID ? -1 : 1).toReversed();
+    const service = listOf(newestFirst, {
+      before: () => void (moving && random() < 0.5 && change()),
+    });
+    const sink = memorySink<Thing>();
+    const options = {
+      id: "thingID",
+      sink,
+      sortDirection: "DESC" as const,
+      sweep,
+      maxDeletes: 1,
+    };
+    await syncList(service.client, "things", options);
+    for (let run = 0; run < 12; run++) {
+      for (let i = 0; i < items * 0.02; i++) change();
+      moving = true;
+      await syncList(service.client, "things", options);
+      moving = false;
+    }
+    // docs/sync.md's bound once the list holds still: 2 × ⌈pages / sweep⌉ + ⌈2 / sweep⌉ + 2 runs, pages = ⌈n / 1000⌉ + 2.
+    const pages = Math.ceil(list.length / 1000) + 2;
+    const bound = 2 * Math.ceil(pages / sweep) + Math.ceil(2 / sweep) + 2;
+    const listed = list.map((item) => item.thingID).sort().join();
+    for (let run = 1;; run++) {
+      await syncList(service.client, "things", options);
+      if ([...sink.rows.keys()].sort().join() === listed) break;
+      ok(
+        run < bound,
+        `${items} items, sweep ${sweep}: not equal in ${bound} runs`,
+      );
+    }
+  }
+});

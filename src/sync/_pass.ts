@@ -133,8 +133,11 @@ function unspent(
   state: WindowState,
   nothing: boolean,
 ): number {
-  // A window cut with nothing new is not the budget's, once a pass (a sweep of 1 spent each run on one, for good).
-  if (nothing && judged.next.refused < state.refused) free = 1;
+  // A window cut with nothing new is not the budget's, twice a pass (a sweep of 1 spent each run on one, for good; at
+  // the list's end, newest first, on it and the read that settles it, which a smaller cut answered: r258b).
+  if (nothing && judged.next.refused < state.refused) {
+    free = Math.min(free + 1, 2);
+  }
   // Nor a size refused under the cap (learnt again each pass: the same for good), each time.
   const least = judged.kind === "refused" && judged.next.least !== state.least;
   return least ? free + 1 : free;
