@@ -8,11 +8,11 @@
 // Everything else passes through: arguments, terminal, Ctrl-C, exit code.
 
 const env = (name: string) => Deno.env.get(name) || undefined;
+// A path of the checkout, as the file system names it (a URL's path encodes a space as %20).
+const inCheckout = (path: string) =>
+  decodeURIComponent(new URL(path, import.meta.url).pathname);
 // Where the task was typed (deno task sets INIT_CWD), and the checkout it runs in, this file's parent folder.
-const checkout = new URL("..", import.meta.url).pathname.replace(
-  /(.)\/$/,
-  "$1",
-);
+const checkout = inCheckout("..").replace(/(.)\/$/, "$1");
 const typedIn = env("INIT_CWD");
 const outside = typedIn !== undefined && typedIn !== checkout &&
   !typedIn.startsWith(`${checkout}/`);
@@ -59,7 +59,7 @@ const child = new Deno.Command("deno", {
     "--allow-net",
     "--allow-env=PARTNER_API_*,XDG_CACHE_HOME,HOME",
     ...cacheFlags,
-    new URL("../src/cli/mod.ts", import.meta.url).pathname,
+    inCheckout("../src/cli/mod.ts"),
     ...Deno.args,
   ],
   // The tool prints `deno task cli` in the commands it suggests only when run so: from a folder outside the

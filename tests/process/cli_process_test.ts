@@ -132,6 +132,44 @@ processTest(
   },
 );
 
+processTest(
+  "`deno task cli` runs from a checkout whose path holds a space, and names it so in the commands it prints (its paths were URL-encoded: module not found)",
+  async () => {
+    // The task's files in a folder named with a space (deno eval copies them: this test may read none of src/).
+    const folder = `${Deno.cwd()}/.test-tmp/cli-process/checkout ${Date.now()}`;
+    const copy = `await Deno.mkdir(${
+      JSON.stringify(folder)
+    }, { recursive: true });
+      for (const path of ["deno.json", "tools", "src"]) {
+        const { code } = await new Deno.Command("cp", { args: ["-r", path, ${
+      JSON.stringify(folder)
+    }] }).output();
+        if (code !== 0) Deno.exit(code);
+      }`;
+    const copied = await new Deno.Command("deno", { args: ["eval", copy] })
+      .output();
+    equal(copied.code, 0, new TextDecoder().decode(copied.stderr));
+    const task = (args: string[]) =>
+      new Deno.Command("deno", {
+        args: ["task", "--quiet", "--cwd", folder, "cli", ...args],
+        cwd: "/",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+    const version = await task(["--version"]);
+    const said = new TextDecoder().decode(version.stderr);
+    equal(version.code, 0, said);
+    ok(new TextDecoder().decode(version.stdout).startsWith("partner-api "));
+    const refused = await task(["list", "x", "--limit", "0"]);
+    equal(refused.code, 2);
+    ok(
+      new TextDecoder().decode(refused.stderr).endsWith(
+        ` (see deno task --cwd '${folder}' cli list --help)\n`,
+      ),
+    );
+  },
+);
+
 processTest("the demo runs with --allow-net=127.0.0.1 alone", async () => {
   const result = await cli([NET], ["demo"]);
   equal(result.code, 0, result.stderr);
