@@ -121,6 +121,8 @@ processTest(
     const outside = await new Deno.Command("deno", {
       args: ["task", "--quiet", "--cwd", checkout, "cli", ...args],
       cwd: "/",
+      // As typed in that folder: a task this test runs under (`deno task test`) passed its own on, which deno task keeps.
+      env: { INIT_CWD: "/" },
       stdout: "null",
       stderr: "piped",
     }).output();
@@ -153,6 +155,7 @@ processTest(
       new Deno.Command("deno", {
         args: ["task", "--quiet", "--cwd", folder, "cli", ...args],
         cwd: "/",
+        env: { INIT_CWD: "/" }, // as typed there (see above)
         stdout: "piped",
         stderr: "piped",
       }).output();
