@@ -18,10 +18,10 @@ export function openCache(
   now: () => number = Date.now,
   create = true,
 ) {
-  const { folder } = cacheLocation(); // one it may not read is passed over: a cache is only used here
+  const { folder } = cacheLocation(); // a variable it may not read is passed over
   const missing = folder === undefined
     ? "set PARTNER_API_CACHE_DIR (or allow reading HOME) to keep the token between runs"
-    : lacking(folder, ["read", "write"]);
+    : lacking(folder);
   if (missing || folder === undefined) {
     return { notice: `running without the token cache: ${missing}` };
   }
@@ -29,7 +29,7 @@ export function openCache(
     return { notice: `no token cache at ${folder}` };
   }
   const refusal = notOwnFolder(folder);
-  // Its user's maybe, but read-only to this run (a mode, a mount): nothing can be kept, and nothing there is read.
+  // Read-only to this run (a mode, a mount): nothing can be kept, and nothing there is read.
   if (refusal === null) {
     return { notice: `running without the token cache: ${unwritable(folder)}` };
   }
@@ -49,15 +49,14 @@ export function openCache(
  * read or plant the token files, or hold their lock.
  */
 function notOwnFolder(folder: string): string | null | undefined {
-  // It exists (checked below), or cannot be made.
   tried(() => Deno.mkdirSync(folder, { recursive: true, mode: 0o700 }));
   const info = tried(() => Deno.lstatSync(folder));
   if (info === undefined) return undefined; // none could be made: the first write says so
+  // Whoever made it, no token could be kept there: each run would pay one.
   if (!info.isDirectory && !info.isSymlink) {
-    // Whoever made it, no token could be kept there: each run would pay one.
     return refusal(folder, "is not a folder", folder);
   }
-  // No probe through a link or into a folder others may write: refused anyway.
+  // No probe through a link or into a folder others may write.
   const foreign = problemOf(info, null);
   if (foreign !== undefined) return refusal(folder, foreign, folder);
   const own = ownerOfNewFile(folder);
@@ -76,16 +75,14 @@ function notOwnFolder(folder: string): string | null | undefined {
 /** What makes a cache path another's to control, if anything; `own`, the user's id (`null`: not to be judged). */
 function problemOf(info: Deno.FileInfo, own: number | null) {
   if (info.isSymlink) return "is a link";
-  if (othersMayWrite(info)) return "is writable by other users";
+  if (info.mode !== null && (info.mode & 0o022) !== 0) {
+    return "is writable by other users";
+  }
   // `null` too on a system without owners (Windows).
   if (own !== null && info.uid !== own) {
     return `is owned by another user (uid ${info.uid})`;
   }
   return undefined;
-}
-
-function othersMayWrite(info: Deno.FileInfo): boolean {
-  return info.mode !== null && (info.mode & 0o022) !== 0;
 }
 
 /** The one line of a refused cache: what to remove, or which folder to name instead. */
@@ -112,14 +109,12 @@ function ownerOfNewFile(folder: string): number | null | undefined {
   }
 }
 
-/** The variables that say where the cache is, in the order they are asked. */
-const CACHE_VARIABLES = ["PARTNER_API_CACHE_DIR", "XDG_CACHE_HOME", "HOME"];
-
-const mayRead = (variable: string) =>
-  Deno.permissions.querySync({ name: "env", variable }).state === "granted";
-
-/** Where each variable puts the cache. */
-const BELOW = ["", "/partner-api", "/.cache/partner-api"];
+/** The variables that say where the cache is, in the order they are asked, and where each puts it. */
+const CACHE_VARIABLES = [
+  ["PARTNER_API_CACHE_DIR", ""],
+  ["XDG_CACHE_HOME", "/partner-api"],
+  ["HOME", "/.cache/partner-api"],
+] as const;
 
 /**
  * The cache folder of the first variable this run may read that is set ($PARTNER_API_CACHE_DIR, else
@@ -128,13 +123,14 @@ const BELOW = ["", "/partner-api", "/.cache/partner-api"];
  */
 function cacheLocation(): { folder?: string; unread?: string } {
   let unread: string | undefined;
-  for (const [i, variable] of CACHE_VARIABLES.entries()) {
-    if (!mayRead(variable)) {
+  for (const [variable, below] of CACHE_VARIABLES) {
+    const { state } = Deno.permissions.querySync({ name: "env", variable });
+    if (state !== "granted") {
       unread ??= variable;
       continue;
     }
     const value = Deno.env.get(variable);
-    if (value) return { folder: `${value}${BELOW[i]}`, ...given({ unread }) };
+    if (value) return { folder: `${value}${below}`, ...given({ unread }) };
   }
   return given({ unread });
 }
@@ -145,18 +141,17 @@ function cacheLocation(): { folder?: string; unread?: string } {
  * file can be made in, or one not the user's alone (as {@linkcode openCache} refuses it).
  */
 export async function clearCache(config?: PartnerApiConfig): Promise<string> {
-  // Not allowed to read a variable asked first, the cache may be where it says (r214a F3: "nothing to clear", exit 0;
-  // r215a F5: HOME's folder cleared, PARTNER_API_CACHE_DIR's left).
+  // Not allowed to read a variable asked first, the cache may be where it says: clearing another is no answer.
   const { folder, unread } = cacheLocation();
   if (unread !== undefined) {
     const fix = `no env permission for ${unread} (add --allow-env=${unread})`;
     throw new UsageError(`cannot clear the token cache: ${fix}`);
   }
   if (folder === undefined) return "no token cache: nothing to clear";
-  // Nothing removed is a failure, not a done (r212c F1: exit 0, the tokens left).
-  const missing = lacking(folder, ["read", "write"]);
+  // Nothing removed is a failure, not a done.
+  const missing = lacking(folder);
   if (missing) throw new UsageError(`cannot clear the token cache: ${missing}`);
-  // Refused as every command refuses it: it was read and cleared there (r212a F2), through a link too.
+  // Refused as every command refuses it (a link, another's folder).
   const refusal = tried(() => Deno.lstatSync(folder)) && notOwnFolder(folder);
   if (refusal === null) {
     throw new UsageError(`cannot clear the token cache: ${unwritable(folder)}`);
@@ -172,13 +167,12 @@ export async function clearCache(config?: PartnerApiConfig): Promise<string> {
   return `removed ${counted(removed, "cached token")}${whose} from ${folder}`;
 }
 
-/** The first of `names` this run may not do in `folder`, with the flags that allow it; else `undefined`. */
-function lacking(folder: string, names: readonly ("read" | "write")[]) {
+/** Read or write, whichever this run may not do in `folder` first, with the flags that allow both; else `undefined`. */
+function lacking(folder: string) {
+  const names = ["read", "write"] as const;
   const name = names.find((name) =>
     Deno.permissions.querySync({ name, path: folder }).state !== "granted"
   );
   return name &&
-    `no ${name} permission for ${folder} (add ${
-      allowFlags(["read", "write"], folder)
-    })`;
+    `no ${name} permission for ${folder} (add ${allowFlags(names, folder)})`;
 }

@@ -1,7 +1,6 @@
 // Internal: how many columns of a terminal a text takes, to line a table's columns up and cut its cells there.
 
-// Two columns: East Asian wide and fullwidth characters, and emoji drawn as such. A width in UTF-16 code units put
-// the columns after a Chinese name out of line (r182 F4).
+// Two columns: East Asian wide and fullwidth characters, and emoji drawn as such.
 const WIDE =
   /[\p{Emoji_Presentation}\u1100-\u115F\u2E80-\u303E\u3041-\u33FF\u3400-\u4DBF\u4E00-\u9FFF\uA000-\uA4CF\uA960-\uA97F\uAC00-\uD7A3\uF900-\uFAFF\uFE10-\uFE19\uFE30-\uFE6F\uFF00-\uFF60\uFFE0-\uFFE6\u{16FE0}-\u{16FE4}\u{17000}-\u{18AFF}\u{1B000}-\u{1B16F}\u{1F200}-\u{1F2FF}\u{20000}-\u{3FFFD}]/u;
 // None: drawn over the character before (combining marks, a decomposed Korean syllable's vowel and final, skin tones).

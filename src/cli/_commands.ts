@@ -86,7 +86,7 @@ const PERIODS: Readonly<Record<string, number>> = {
 
 /**
  * The buckets as they stand at `now`, from a reading taken earlier: one whose reset passed is full, and resets next a
- * period on (the cache read after an hour said "resets in 0 s", at that minute); a bucket of another name, at 0 s.
+ * period on (not "resets in 0 s"); a bucket of another name, at 0 s.
  */
 function bucketsNow(quota: QuotaSnapshot | undefined, now: number) {
   return (quota?.buckets ?? []).map((bucket) => {
@@ -185,13 +185,13 @@ async function runGet(session: Session, path: string, pci: boolean) {
     const excerpt = serverText(text, session.secrets()).slice(0, 300);
     const said = excerpt ? `: ${excerpt}` : "";
     const answered = `GET ${where} answered ${response.status}${said}`;
-    // As a list's 401: the line ends with the command that clears the cached token, --env-file and all (r212c F4).
+    // As a list's 401: the line ends with the command that clears the cached token.
     if (response.status === 401) {
       const refused =
         " (the token was refused; a fresh one is asked for after a 401 once an hour at most: check the client's access to the path)";
       throw new ApiError(answered + refused, { status: 401, url: where });
     }
-    // Card data live on the card-data base (r176a F2: a bare 404, no word of --pci).
+    // Card data live on the card-data base: a 404 there names --pci.
     const card = " (card data are on the card-data base: add --pci)";
     const cards = response.status === 404 && !pci &&
       /^\/?cards(\/|\?|$)/.test(path);
@@ -236,7 +236,7 @@ export function failureMessage(error: unknown) {
   if (error instanceof TokenRequestError || error instanceof ApiError) {
     // Refused by Deno: its words ("run again with the --allow-net flag") name no host; the message names the flag.
     const refused = isPermissionError(error.cause);
-    // A timeout's cause is the timer's own words: the message says its limit already (r182 F11).
+    // A timeout's cause is the timer's own words: the message says its limit already.
     const cause = error.cause instanceof Error && !refused &&
         error.reason !== "timeout" &&
         !error.message.includes(error.cause.message)

@@ -36,7 +36,7 @@ export async function withEnvFile(
   path: string,
   read: (path: string) => Promise<string>,
 ): Promise<(name: string) => string | undefined> {
-  // An empty path names no file: read, it failed as `cannot read --env-file  (Error)`, and the task crashed (r182 F1).
+  // An empty path names no file (read, it failed in no useful words).
   if (path === "") throw new UsageError("--env-file needs a file path");
   const text = await read(path).catch((error) => {
     if (error instanceof UsageError) throw error; // readEnvFile's own words

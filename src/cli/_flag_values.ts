@@ -100,10 +100,7 @@ export function sortField(value: string | undefined) {
   return fieldName("sort-by", value);
 }
 
-/**
- * A field name, checked before anything is opened: not blank, no space or invisible character at either end, no `-`
- * first (r219a F3, r220a F4: `sync --id ""`, a zero-width space or `-` left a copy.db behind).
- */
+/** A field name, checked before anything is opened: no {@linkcode badName}, no `-` first. */
 export function fieldName(flag: string, value: string | undefined) {
   if (value !== undefined && (badName(value) || value.startsWith("-"))) {
     const shown = JSON.stringify(value); // a control character as an escape
@@ -115,7 +112,7 @@ export function fieldName(flag: string, value: string | undefined) {
 /**
  * A name no field or parameter has: blank, or at either end a space, a control, format, private or unassigned
  * character, a variation selector, or one the kernel shows escaped (it shows nothing: U+034F, fillers, tags), or first
- * a mark with nothing to mark (r220a F4, r221a F3, r223a F3/F4). A mark last ends words of many scripts (r222a F3).
+ * a mark with nothing to mark. A mark last ends words of many scripts.
  */
 export function badName(name: string): boolean {
   const chars = [...name];
@@ -130,8 +127,7 @@ const SHOWS_NOTHING = /^[\s\p{C}\u180b-\u180f\u2800\ufe00-\ufe0f]$/u;
 
 /**
  * The one argument a command takes, a path naming something.
- * @throws {UsageError} With `missing` when there is none, or one naming nothing (blank, `/`, `?x`: r214a F4), and for
- * a second.
+ * @throws {UsageError} With `missing` when there is none or it names nothing (blank, `/`, `?x`), and for a second.
  */
 export function onePositional(positionals: readonly string[], missing: string) {
   const [first, more] = positionals;
@@ -151,9 +147,8 @@ export function pagingOf(values: Values) {
   for (const pair of values.query ?? []) {
     const equals = pair.indexOf("=");
     const name = pair.slice(0, equals);
-    // The library refuses these names as written; a service may read them in any case.
+    // The library refuses these names as written; a service reads them in any case, or with a space first (`+limit`).
     const own = equals > 0 && /^(limit|page|sortby|sortdirection)$/i.test(name);
-    // A space first sent `+limit=5`, past the paging check (r220a F5).
     if (equals < 0 || badName(name) || own) {
       const rule = own ? "k=v (paging and sort have flags)" : "k=v";
       throw new UsageError(`--query must be ${rule}: received ${pair}`);

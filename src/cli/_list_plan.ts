@@ -43,7 +43,7 @@ export function listRequest(rest: readonly string[], values: Values) {
   const fields = values.fields === undefined
     ? undefined
     : fieldNames(values.fields);
-  if (fields?.some((field) => field === "")) {
+  if (fields?.includes("")) {
     throw new UsageError(
       `--fields must be names separated by commas: received ${values.fields}`,
     );
@@ -115,8 +115,7 @@ function isRealDate(value: string): boolean {
   const iso = (ms: number) =>
     Number.isNaN(ms) ? "" : new Date(ms).toISOString();
   const day = value.slice(0, 10);
-  // The instant too: a zone moves 9999-12-31T23:00:00-14:00 into 10000.
-  // Past nanoseconds is past what any clock writes: Date.parse would drop it silently.
+  // The instant too (a zone moves 9999-12-31T23:00:00-14:00 into 10000); past nanoseconds Date.parse drops digits.
   return !/\.\d{10}/.test(value) && iso(Date.parse(day)).startsWith(day) &&
     /^\d{4}-/.test(iso(instantOf(value)));
 }

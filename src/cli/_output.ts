@@ -30,7 +30,7 @@ export function itemWriter(
   const record = (item: unknown) => {
     const all = !Array.isArray(item) && fieldsOf(item) || { value: item };
     if (fields === undefined) return all;
-    // Its own fields only: `--fields constructor` printed Object's function for an item without one.
+    // Its own fields only: not Object's `constructor`.
     const own = (field: string) =>
       Object.hasOwn(all, field) ? all[field] : undefined;
     return Object.fromEntries(fields.map((field) => [field, own(field)]));

@@ -146,7 +146,7 @@ function commandPlan(
 function shellOf(positionals: readonly string[]): Shell {
   const [shell, ...extra] = positionals;
   if (!SHELLS.includes(shell as Shell) || extra.length > 0) {
-    // The word that is wrong: past a good shell, the first extra one (r182 F8 named `bash` for `bash extra`).
+    // The word that is wrong: past a good shell, the first extra one.
     const wrong = SHELLS.includes(shell as Shell) ? extra[0] : shell;
     const received = wrong === undefined ? "" : `: received ${wrong}`;
     throw new UsageError(
@@ -194,7 +194,7 @@ function dashValue(flag: string, args: readonly string[]): UsageError {
     return new UsageError(`--${flag} needs a value: ${value} is a flag`);
   }
   if (flag === "sort-by") sortField(value); // its own advice: --sort-by field --sort-direction DESC
-  // Advised only where that form is taken: `--sweep -1` was told to write --sweep=-1, then refused (newcomer r258c).
+  // Advised only where that form is taken (`--sweep=-1` is refused for its own reason).
   const line = [...args];
   line.splice(args.indexOf(`--${flag}`), 2, `--${flag}=${value}`);
   try {

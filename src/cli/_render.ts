@@ -34,10 +34,7 @@ export function utcTime(epochMs: number): string {
 /** Columns a table cell takes at most. */
 const CELL = 40;
 
-/**
- * A value as a table cell: text, escaped, in at most `width` columns (and 160 code units first: combining marks take
- * none, and a cell of 100,000 of them was printed whole).
- */
+/** A value as a table cell: text, escaped, in at most `width` columns (and 160 code units: combining marks take none). */
 function cell(value: unknown, width = CELL) {
   const text = typeof value === "string" ? value : JSON.stringify(value) ?? "";
   return fitted(escapeControls(cut(text, 4 * CELL)), width);

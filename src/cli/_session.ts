@@ -1,4 +1,4 @@
-// Internal: what one run of the tool shares between its steps: its I/O, configuration, and session (provider, client, cache).
+// Internal: what one run shares between its steps: its I/O, configuration, and session (provider, client, cache).
 
 import { createClient } from "../client/mod.ts";
 import type { EventListener, PartnerApiEvent } from "../core/events.ts";
@@ -69,11 +69,10 @@ export function readConfig(
     });
   } catch (error) {
     if (error instanceof UsageError) throw error;
-    // Fields, never the value: a secret pasted into the wrong variable is the usual mistake.
+    // Fields, never the value: a secret pasted into the wrong variable is the usual mistake. The library's words name
+    // what is missing and any typo of a name set.
     const { missing, option, rule, message } = error as ConfigError;
-    // The library's words name what is missing and any typo of a name set.
     const named = message.replace(/^[^:]*: /, "");
-    // Given a file, where it was looked for (r176a F4: the hint offered --env-file to a run that had one).
     const where = envFile === undefined
       ? "see .env.example; --env-file .env reads a file"
       : `in neither --env-file ${envFile} nor the environment`;
@@ -87,8 +86,8 @@ export function readConfig(
 export type Session = Readonly<Awaited<ReturnType<typeof openSession>>>;
 
 /**
- * Opens a session: a cache if allowed, and a provider that says when it waits. Every line it writes on standard error,
- * and a header (`shown`) on standard output, keeps out the client secret and the tokens the run knows (`shownLine`).
+ * Opens a session: a cache if allowed, and a provider that says when it waits. Its standard error, and a header
+ * (`shown`) on standard output, keep out the client secret and the tokens the run knows (`shownLine`).
  */
 export async function openSession(
   io: RunIo,
@@ -168,9 +167,8 @@ function shownIo(io: RunIo, clientSecret: string) {
 }
 
 /**
- * The access tokens a failure's line must not show: those the session knows, else the one the cache holds for this
- * configuration ({@linkcode cachedToken}: a flag refused before the session asked for a token may echo it). Each as
- * long as a secret redacted: "e" would cut words.
+ * The access tokens a failure's line must not show: those the session knows, else the one cached for this configuration
+ * (a flag refused before a token was asked for may echo it). Each as long as a secret redacted: "e" would cut words.
  */
 export async function knownTokens(run: RunIo, session: Session | undefined) {
   if (session) return session.tokens();
@@ -179,10 +177,7 @@ export async function knownTokens(run: RunIo, session: Session | undefined) {
   return [config ? await cachedToken(run, config) : ""].filter(redactable);
 }
 
-/**
- * The access token the cache holds for `config`, read without a request from a folder that exists (none is made), to
- * be kept out of what is printed, never used: with `--no-cache` too (a word given may hold one an earlier run cached).
- */
+/** The access token cached for `config` (no folder made), to be kept out of what is printed, never used: `--no-cache` too. */
 async function cachedToken(run: RunIo, config: PartnerApiConfig) {
   const { clientSecret, environment, clientId } = config;
   const record = await Promise.resolve().then(() => {
@@ -213,9 +208,8 @@ function tokenRequestsOf(config: PartnerApiConfig, flags: SessionFlags) {
 }
 
 /**
- * The cache's store, if the flags want one and the run may have it (else the notice, once); each later problem said once.
- * And the cache (its record of this client, read without a request), and the access token it holds (with `--no-cache`
- * too, to be kept out of what is printed alone).
+ * The cache's store, if the flags want one and the run may have it (else the notice; each later problem said once), its
+ * record of this client, and the access token it holds (with `--no-cache` too, only to keep it out of what is printed).
  */
 async function openStore(
   io: RunIo,

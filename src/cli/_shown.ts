@@ -18,11 +18,10 @@ export const shownText = (text: string, hidden: readonly Secret[]): string =>
 
 /**
  * `text` as a line of a run that went on shows it (its standard error, a header of `--fields`, `cache clear`'s line):
- * as {@linkcode shownText}, but the client secret is looked for in a word only where a reading of it holds the secret
- * whole (as it is in any case, percent-decoded up to three times, form-decoded, without its `/`s, and in every form
- * core's `redact` knows: base64, hex, JSON, HTML). These lines quote words whole, never cut (the caller's, or the
- * service's data, which the output prints as they are): a weak secret sharing 12 characters with an ordinary word
- * (`organizationsSecret-2026`, a column `organizationID`) hid the word. Tokens, random, keep the run rule.
+ * as {@linkcode shownText}, but the secret is looked for only where a reading of a word holds it whole (percent-decoded
+ * up to three times, form-decoded, without its `/`s, in every form `redact` knows). These lines quote words whole, and
+ * a weak secret sharing 12 characters with an ordinary word (a column `organizationID`) would hide the word. Tokens,
+ * random, keep the run rule.
  */
 export function shownLine(
   text: string,

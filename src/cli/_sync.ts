@@ -84,7 +84,7 @@ function stoppedWith(error: unknown, what: string, kept: boolean): unknown {
       error.exitCode,
     );
   }
-  // A 429 without Retry-After ends the run: what the copy kept, and how to go on (it said the 429 alone: newcomer r258c).
+  // A 429 without Retry-After ends the run: say what the copy kept, and how to go on.
   if (!(error instanceof ApiError) || !kept) return error;
   const { status, reason, attempts, url, bodyExcerpt } = error;
   const init = { status, url, ...given({ reason, attempts, bodyExcerpt }) };
@@ -122,8 +122,7 @@ export function resultLines(
     !held &&
     (result.verifiedAt === undefined || now - result.verifiedAt > 86_400_000)
   ) {
-    // Nothing is known missing, but the copy was not checked whole in a day: when it last was (by creation date alone,
-    // a back-dated item would not show), and how to check it now.
+    // Not checked whole in a day (a back-dated item would not show): when it last was, and how to check it now.
     const when = result.verifiedAt === undefined
       ? "never verified whole yet"
       : `last verified whole ${new Date(result.verifiedAt).toISOString()} (${
@@ -151,8 +150,8 @@ export function resultLines(
 function behindLine(request: SyncRequest, behind: number, sweepLeft: number) {
   const [them, lie] = behind === 1 ? ["it", "it lies"] : ["them", "they lie"];
   const sweep = request.sweep ?? 10;
-  // Each run sweeps `--sweep` requests (a new cycle needs at least one); --max-duration alone, as long as it lasts. The
-  // runs left count this cycle's rest: an item inserted where the cycle has passed waits for the next.
+  // Each run sweeps `--sweep` requests (a new cycle needs at least one); --max-duration alone, as long as it lasts. An
+  // item inserted where the cycle has passed waits for the next.
   const runs = Math.ceil(Math.max(sweepLeft, 1) / Math.max(sweep, 1));
   const pace = request.sweep === undefined && request.maxDuration !== undefined
     ? "as --max-duration lets it"
@@ -168,18 +167,16 @@ function behindLine(request: SyncRequest, behind: number, sweepLeft: number) {
 
 /** A missing folder is the caller's to create, a folder at `--to` another name to give: said before anything else. */
 async function checkFolder(target: string): Promise<void> {
-  // Off Deno (main given an io of yours), the sink says what it lacks: Deno's file API is not there to look first.
+  // Off Deno, or not ours to look at (--allow-read names the copy's files only): the sink says what it lacks.
   if (typeof Deno === "undefined") return;
   const folder = dirname(target);
-  // Not ours to look at (--allow-read names the copy's files only): the sink says what it lacks, if anything.
   const look = (stat: typeof Deno.stat, path: string) =>
     stat(path).catch((error) =>
       error instanceof Deno.errors.NotCapable ? null : undefined
     );
   const info = await look(Deno.stat, folder);
   const seen = await look(Deno.lstat, target);
-  // SQLite cannot open a folder either, and says only that (exit 1); a link is the sink's to refuse (lstat). A FIFO or
-  // device was refused by the sink as a failure to retry (exit 1: r182 F2).
+  // The sink would refuse a folder, FIFO or device as a failure (exit 1); a link is the sink's to refuse (lstat).
   const problem = info !== null && info?.isDirectory !== true
     ? `the folder ${folder} does not exist; create it, or give --to a path in a folder that does`
     : seen?.isDirectory
@@ -193,7 +190,7 @@ async function checkFolder(target: string): Promise<void> {
 /** The message of the service's 400 to sorting by --id's field (the sync's sort without --sort-by), if it is one. */
 function sortRefused(error: unknown, { sortBy, id }: SyncRequest) {
   if (!(error instanceof ApiError) || error.status !== 400 || sortBy) return;
-  // Its own words (the address always names both) speak of sorting or order, or name the field (r215a F3).
+  // Its own words (the address always names both) speak of sorting or order, or name the field.
   const said = error.bodyExcerpt ?? "";
   const words = said.split(/[^\p{L}\p{N}_]+/u);
   return /sort|order/i.test(said) || words.includes(id)
@@ -208,13 +205,14 @@ function explained(
   helpHint: string | undefined,
 ): unknown {
   const { target } = request;
-  // One whose words went whole: said by its reason, then made the tool's as the library's own words are.
+  // One whose words went whole (they held a secret): said by its reason, then handled as the library's words are.
   if (error instanceof SyncError && error.message === REDACTED) {
-    error = withReason(error, request);
+    const hidden = "its details held a secret or token and are not shown";
+    const why = `${REASONS[error.reason]} (${error.reason}; ${hidden}).`;
+    error = reworded(error, `Cannot sync into ${target}: ${why}`);
   }
-  // With no --sort-by the sync sorts by --id's field, and a service refuses a field it does not sort by (r212a F1: a
-  // wrong --id was a bare 400, exit 1, no word of --id, where items lacking the field say so); another 400 is the
-  // service's to say (r214a F1: a refused page size blamed --id).
+  // With no --sort-by the sync sorts by --id's field, which a service may refuse to sort by: a wrong --id, said as such;
+  // another 400 (a refused page size) is the service's to say.
   const sortMessage = sortRefused(error, request);
   if (sortMessage !== undefined) {
     return new UsageError(
@@ -228,8 +226,7 @@ function explained(
     if (error.reason === "file" && cannotWrite(error.cause)) {
       return usageCannotWrite(error, request);
     }
-    // The list's items keep their id under another name than --id's (r176b F3: exit 1, no word of --id); an id the
-    // service sent empty or null stays its failure (r177).
+    // Items keep their id under another name than --id's; an id the service sent empty or null stays its failure.
     if (
       error.reason === "missing-id" &&
       / received undefined$/.test(error.message)
@@ -274,17 +271,6 @@ const REASONS: Record<SyncErrorReason, string> = {
   "too-many-deletes":
     "a sweep cycle would remove more than --max-deletes allows; nothing was committed",
 };
-
-/**
- * `error`, whose message went whole (it held a token or the secret), as its reason in words, in the library's form
- * (`Cannot sync into <target>: `, its `maxDeletesNeeded` kept): what failed and what to do.
- */
-function withReason(error: SyncError, request: SyncRequest): SyncError {
-  const why = `${
-    REASONS[error.reason]
-  } (${error.reason}; its details held a secret or token and are not shown).`;
-  return reworded(error, `Cannot sync into ${request.target}: ${why}`);
-}
 
 /** `error` in other words: its reason, path and `maxDeletesNeeded` kept, itself the cause. */
 function reworded(error: SyncError, message: string): SyncError {

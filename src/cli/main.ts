@@ -1,5 +1,4 @@
-// The command-line tool (public through ./cli): `main` plans a command line, carries it out, reports a failure in one
-// line; and the process it runs in as a program.
+// The command-line tool (public through ./cli): `main` plans, carries out, reports a failure in one line; and the process.
 
 import { escapeControls } from "../core/_controls.ts";
 import { redact } from "../core/_redact.ts";
@@ -62,15 +61,14 @@ export async function main(
     let failure = error;
     const options = { options: FLAGS, strict: false, allowNegative: true };
     const { values, positionals } = parseArgs({ args, ...options });
-    // A line refused before --env-file was read: the secret the file holds is kept out of what is printed all the same;
-    // a file this run cannot read is what it is told, as the line may quote the secret unknown (r212c F3).
+    // Refused before --env-file was read: the file's secret is kept out all the same; an unreadable file is the failure.
     if (planned === undefined) {
       await addEnvFile(run, values["env-file"]).catch((unread) => {
         failure = unread;
       });
     }
     const verbose = !!planned && "verbose" in planned && planned.verbose;
-    // With --no-cache too: the token an earlier run cached (read, never used; no folder made) may be in the line.
+    // With --no-cache too: the line may quote a token an earlier run cached.
     const tokens = await knownTokens(run, opened.session);
     const envFile = planned && "envFile" in planned
       ? planned.envFile
@@ -109,12 +107,11 @@ async function carryOut(
   await addEnvFile(run, planned.envFile);
   const { bodyFormat, clientAuthentication } = CONFIG_OPTIONAL_VARIABLES;
   if (planned.command === "cache clear") {
-    // `--env-file`: that configuration's tokens alone (the environment wins, as everywhere); how it asks for them aside.
+    // `--env-file`: that configuration's tokens alone (the environment wins).
     const config = planned.envFile === undefined
       ? undefined
       : readConfig(run, [bodyFormat, clientAuthentication], planned.envFile);
-    // The line names the cache folder, which may hold the secret (or the token cached, read before it goes): no
-    // session knows them, so they are read as a failure's line reads them, nothing requested.
+    // The line names the cache folder, which may hold the secret or the cached token: read as a failure's line reads them.
     const secret = configuredSecret(run);
     const known = secret ? { secret, clientId: "" as const } : undefined;
     const tokens = await knownTokens(run, undefined);
@@ -148,20 +145,18 @@ function reportFailure(
   // A closed output (e.g. `| head`) leaves nothing to tell and nobody to tell it.
   if ((error as Error)?.name === "BrokenPipe") return 0;
   const { message, code } = failureMessage(error);
-  // The configured credentials, each kept out of what is printed by value: a secret pasted into the client id or
-  // audience variable is never shown either, when the IdP quotes it back. Not allowed to read one: not what failed here.
-  const read = (name: string) => tried(() => run.env(name)?.trim()) ?? "";
+  // Each credential kept out by value: a secret pasted into the client id or audience is never shown when quoted back.
   const credentials = {
     secret: configuredSecret(run),
-    clientId: read(CONFIG_VARIABLES.clientId),
-    audience: read(CONFIG_VARIABLES.audience),
+    clientId: variable(run, CONFIG_VARIABLES.clientId),
+    audience: variable(run, CONFIG_VARIABLES.audience),
   };
   const secrets = Object.values(credentials).some(Boolean) ? [credentials] : [];
   // Word by word, as every line the tool prints: the flag and rule stay.
   const hidden = [...(credentials.secret ? [credentials] : []), ...tokens];
   const clean = (text: string) =>
     escapeControls(shownText(redact(text, [...secrets, ...tokens]), hidden));
-  // The command's own help, where the line names one: the tool's lists no command's flags (newcomer r258c).
+  // The command's own help, where the line names one: the tool's lists no command's flags.
   const topic = command !== undefined && Object.hasOwn(COMMAND_FLAGS, command)
     ? ` ${command}`
     : "";
@@ -178,7 +173,7 @@ function reportFailure(
   return code;
 }
 
-/** A refused token may be one a restarted fake no longer knows: the command that clears it (newcomer r181 N5). */
+/** A refused token may be one a restarted fake no longer knows: the command that clears it. */
 function clearHint(run: RunIo, envFile: string | undefined): string {
   const file = envFile === undefined ? "" : ` --env-file ${shellWord(envFile)}`;
   return `; ${
@@ -186,13 +181,13 @@ function clearHint(run: RunIo, envFile: string | undefined): string {
   } cache clear${file} removes the cached token`;
 }
 
-/**
- * The client secret of the configuration (the environment, then `--env-file`), if this run may read it; "" when short
- * (a short secret ("secret") is in the tool's own words: the library has already kept it out of the server's).
- */
+/** A configuration variable (the environment, then `--env-file`), trimmed; "" when unset or not readable. */
+const variable = (run: RunIo, name: string) =>
+  tried(() => run.env(name)?.trim()) ?? "";
+
+/** The client secret, "" when short: "secret" is in the tool's own words, and the library kept it out of the server's. */
 function configuredSecret(run: RunIo): string {
-  const secret = tried(() => run.env(CONFIG_VARIABLES.clientSecret)?.trim()) ??
-    "";
+  const secret = variable(run, CONFIG_VARIABLES.clientSecret);
   return redactable(secret) ? secret : "";
 }
 
@@ -209,10 +204,7 @@ function processWriter(stream: typeof Deno.stdout): CliWriter {
   };
 }
 
-/**
- * A variable of the process, if this run may read it; one it may not read throws instead of prompting (the tool looks
- * up typos of the names it needs, and never asks for them on a terminal).
- */
+/** A variable of the process; one this run may not read throws instead of prompting (typos of names are looked up). */
 function readAllowed(name: string): string | undefined {
   const { state } = Deno.permissions.querySync({ name: "env", variable: name });
   if (state !== "granted") {
@@ -244,9 +236,8 @@ function processIo(): RunIo {
 const TASK_VARIABLE = "PARTNER_API_CLI_TASK";
 
 /**
- * The tool as its user ran it, for commands it prints to type again: the task from a checkout (from a folder of
- * one's own, `deno task --cwd <checkout> cli`), the installed name, else the file run (the README's
- * `deno run -A <checkout>/src/cli/mod.ts` from a folder of one's own, or a script).
+ * The tool as its user ran it, for commands it prints to type again: the task (from elsewhere, `deno task --cwd
+ * <checkout> cli`), the installed name, else the file run (`deno run -A <checkout>/src/cli/mod.ts`).
  */
 function invokedAs(): string {
   const program = Deno.mainModule;
@@ -264,8 +255,8 @@ const interruptions = new Set<(exitCode: number) => void>();
 
 /** Runs the tool as the program: the process's own I/O and arguments, Ctrl-C, and its exit code. */
 export async function runAsProgram(): Promise<never> {
-  // A command that can end cleanly does (main returns the signal's code); otherwise end the line progress was on, so
-  // the prompt starts clean, and exit (`unload` removes a token lock, which a kill by the signal would leave).
+  // A command that can end cleanly does (main returns the signal's code); else end progress's line and exit (`unload`
+  // removes a token lock, which a kill by the signal would leave).
   const interrupt = (exitCode: number) => {
     if (interruptions.size > 0) {
       for (const stop of interruptions) stop(exitCode);
