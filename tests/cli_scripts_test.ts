@@ -6,7 +6,7 @@ import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { startFakePartnerApi } from "../src/testing/mod.ts";
 import { configFor, run } from "./_cli_helpers.ts";
 import { loopbackApi } from "./_loopback_api.ts";
-import { csvField } from "../src/cli/_output.ts";
+import { csvField } from "../src/cli/_list.ts";
 import { parseEnvFile } from "../src/cli/_env_file.ts";
 import { freshTarget } from "./_sync_fake.ts";
 import { escapeControls } from "../src/core/_controls.ts";

@@ -16,8 +16,8 @@ import {
 import { type ListRequest, listRequest } from "./_list_plan.ts";
 
 /**
- * The flags each command takes, by node:util's names (`cache` is `--no-cache`): its own, then those every command
- * takes, checked alike everywhere (`completion` and `demo` ignore them; `--env-file` narrows `cache clear`, `logout`).
+ * The flags each command takes, by node:util's names (`cache` is `--no-cache`): its own, then those every command takes
+ * (`completion` and `demo` ignore them; `--env-file` narrows `cache clear`, `logout`).
  */
 export const COMMAND_FLAGS: Readonly<Record<string, readonly string[]>> = Object
   .fromEntries(
@@ -145,15 +145,14 @@ function commandPlan(
 
 function shellOf(positionals: readonly string[]): Shell {
   const [shell, ...extra] = positionals;
-  if (!SHELLS.includes(shell as Shell) || extra.length > 0) {
-    // The word that is wrong: past a good shell, the first extra one.
-    const wrong = SHELLS.includes(shell as Shell) ? extra[0] : shell;
-    const received = wrong === undefined ? "" : `: received ${wrong}`;
-    throw new UsageError(
-      `completion takes one shell: ${SHELLS.join(", ")}${received}`,
-    );
-  }
-  return shell as Shell;
+  const known = SHELLS.includes(shell as Shell);
+  if (known && extra.length === 0) return shell as Shell;
+  // The word that is wrong: past a good shell, the first extra one.
+  const wrong = known ? extra[0] : shell;
+  const received = wrong === undefined ? "" : `: received ${wrong}`;
+  throw new UsageError(
+    `completion takes one shell: ${SHELLS.join(", ")}${received}`,
+  );
 }
 
 function parseFlags(args: readonly string[]) {

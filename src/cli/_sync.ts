@@ -101,49 +101,46 @@ export function resultLines(
   seconds: number,
   now: number,
 ): string {
-  const { target } = request;
   const rate = `${itemsPerSecond(result.read, seconds)} read`;
   const inserted = counted(result.inserted, "new item");
   const requests = counted(result.requests, "request");
   const resumed = result.resumed ? ", resumed" : "";
-  let lines =
-    `${target}: ${inserted}, ${result.updated} changed, ${result.deleted} removed (${requests}, ${rate}${resumed})\n`;
+  const lines = [
+    `${inserted}, ${result.updated} changed, ${result.deleted} removed (${requests}, ${rate}${resumed})`,
+  ];
   // A list whose end moved on as fast as it was read holds the cycle for the run: said, lest a confirming run pass for one.
   const held = request.sweep === Infinity && result.sweepLeft > 0;
   if (held) {
     const why = request.maxDuration === undefined
       ? "the list's end moving as it was read; the copy is not verified: run again once the list holds still"
       : "stopped by --max-duration; the copy is not verified: the next run goes on with it";
-    lines += `${target}: --sweep all did not complete its cycle, ${why}\n`;
+    lines.push(`--sweep all did not complete its cycle, ${why}`);
   }
+  const { verifiedAt } = result;
   if (result.behind > 0) {
-    lines += behindLine(request, result.behind, result.sweepLeft);
-  } else if (
-    !held &&
-    (result.verifiedAt === undefined || now - result.verifiedAt > 86_400_000)
-  ) {
+    lines.push(behindLine(request, result.behind, result.sweepLeft));
+  } else if (!held && now - (verifiedAt ?? -Infinity) > 86_400_000) {
     // Not checked whole in a day (a back-dated item would not show): when it last was, and how to check it now.
-    const when = result.verifiedAt === undefined
+    const when = verifiedAt === undefined
       ? "never verified whole yet"
-      : `last verified whole ${new Date(result.verifiedAt).toISOString()} (${
-        Math.floor((now - result.verifiedAt) / 3_600_000)
+      : `last verified whole ${new Date(verifiedAt).toISOString()} (${
+        Math.floor((now - verifiedAt) / 3_600_000)
       } h ago)`;
-    lines += `${target}: ${when}; --sweep all verifies it now\n`;
+    lines.push(`${when}; --sweep all verifies it now`);
   }
   // Only a sweep at the spare rate keeps that rate; one of --sweep N requests a run goes as often as it is run.
   const spare = request.maxDuration !== undefined;
   if (spare && result.nextVerifiedAt !== undefined && result.sweepLeft > 0) {
     const next = new Date(result.nextVerifiedAt).toISOString();
-    lines +=
-      `${target}: at this run's rate the whole copy is next verified by ${next}\n`;
+    lines.push(`at this run's rate the whole copy is next verified by ${next}`);
   }
   if (result.skipped > 0) {
     const ids = result.skippedIds.slice(0, 5).map((id) => JSON.stringify(id))
       .join(", ") + (result.skipped > 5 ? ", …" : "");
     const skipped = counted(result.skipped, "item");
-    lines += `${target}: ${skipped} skipped, which it cannot store: ${ids}\n`;
+    lines.push(`${skipped} skipped, which it cannot store: ${ids}`);
   }
-  return lines;
+  return lines.map((line) => `${request.target}: ${line}\n`).join("");
 }
 
 /** How many items the copy is known to lack, and when the sweep will have them. */
@@ -162,7 +159,7 @@ function behindLine(request: SyncRequest, behind: number, sweepLeft: number) {
     ? `the sweep is off (--sweep 0): run with --sweep all to bring ${them} in`
     : `the sweep brings ${them} in ${pace}, or now with --sweep all`;
   const items = behind === 1 ? "1 item is" : `${behind} items are`;
-  return `${request.target}: ${items} known to be missing (added behind the copy's last item); ${when}\n`;
+  return `${items} known to be missing (added behind the copy's last item); ${when}`;
 }
 
 /** A missing folder is the caller's to create, a folder at `--to` another name to give: said before anything else. */

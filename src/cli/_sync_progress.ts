@@ -15,16 +15,13 @@ import { counted, itemsPerSecond, statusLine } from "./_render.ts";
 /** What the run sent, as its limiter counts it for the run's priority. */
 type RateState = ReturnType<typeof rateState>;
 
-/**
- * An empty state for a run of `priority` under `limit`: the share it counts against is the one the
- * client's limiter lets that priority use (the whole limit less the reserve for `"low"`, sync's default).
- */
+/** An empty state for a run of `priority` under `limit`, counted against the share the client's limiter gives it. */
 export function rateState(
   priority: RatePriority | undefined = "low",
   limit: RateLimit = SERVICE_RATE_LIMIT,
 ) {
   return {
-    /** The latest sends (epoch ms), as many as the run's share of a window: a `"low"` run leaves the reserve. */
+    /** The latest sends (epoch ms), as many as the run's share of a window: a `"low"` run (sync's default) leaves the reserve. */
     window: emptyWindow(rateShare(limit, priority)),
     interval: limit.interval,
     /** Until when a 429 told the client to wait (epoch ms). */
@@ -39,10 +36,7 @@ export function heard(state: RateState, event: PartnerApiEvent, now: number) {
   }
 }
 
-/**
- * How long (ms) the rate limit holds the run at `now`: until the oldest send of a full share leaves
- * the window (the limiter's own arithmetic), or a 429's wait ends.
- */
+/** How long (ms) the rate limit holds the run at `now`: until the oldest send of a full share leaves, or a 429's wait ends. */
 export function rateHold(state: RateState, now: number): number {
   return Math.max(
     slotWait(state.window, state.interval, now),
@@ -51,9 +45,9 @@ export function rateHold(state: RateState, now: number): number {
 }
 
 /**
- * Items read (a sweep that finds nothing changed still reads) and items/s: one line kept current on a terminal, else a
- * line a second from a second in (a shorter run says only its result, which counts every request: a line at its start
- * would not); while the rate limit holds the run, a tick a second says so and for how long (its share: see rateState).
+ * Items read and items/s: one line kept current on a terminal, else a line a second from a second in (a shorter run
+ * says only its result, which a line at its start would contradict); while the rate limit holds the run, a tick a second
+ * says so and for how long.
  */
 export function progressLine(
   out: Session["io"]["stderr"],

@@ -5,7 +5,7 @@ import { redact } from "../core/_redact.ts";
 import { redactable } from "../core/_secret_runs.ts";
 import { requireDeno, tried } from "../core/_check.ts";
 import { VERSION } from "../core/_version.ts";
-import { COMMAND_FLAGS, type Plan, plan } from "./_plan.ts";
+import { COMMAND_FLAGS, type Plan, plan, type SessionFlags } from "./_plan.ts";
 import { NAME } from "./_help.ts";
 import { CONFIG_OPTIONAL_VARIABLES, CONFIG_VARIABLES } from "../core/config.ts";
 import { execute, failureMessage } from "./_commands.ts";
@@ -67,14 +67,9 @@ export async function main(
         failure = unread;
       });
     }
-    const verbose = !!planned && "verbose" in planned && planned.verbose;
     // With --no-cache too: the line may quote a token an earlier run cached.
     const tokens = await knownTokens(run, opened.session);
-    const envFile = planned && "envFile" in planned
-      ? planned.envFile
-      : undefined;
-    const [command] = positionals;
-    return reportFailure(failure, run, { verbose, tokens, envFile, command });
+    return reportFailure(failure, run, planned, tokens, positionals[0]);
   }
 }
 
@@ -135,16 +130,14 @@ async function carryOut(
 function reportFailure(
   error: unknown,
   run: RunIo,
-  { verbose, tokens, envFile, command }: {
-    verbose: boolean;
-    tokens: readonly string[];
-    envFile: string | undefined;
-    command: string | undefined;
-  },
+  planned: Plan | undefined,
+  tokens: readonly string[],
+  command: string | undefined,
 ): number {
   // A closed output (e.g. `| head`) leaves nothing to tell and nobody to tell it.
   if ((error as Error)?.name === "BrokenPipe") return 0;
   const { message, code } = failureMessage(error);
+  const { verbose, envFile } = (planned ?? {}) as Partial<SessionFlags>;
   // Each credential kept out by value: a secret pasted into the client id or audience is never shown when quoted back.
   const credentials = {
     secret: configuredSecret(run),
