@@ -117,9 +117,8 @@ const CACHE_VARIABLES = [
 ] as const;
 
 /**
- * The cache folder of the first variable this run may read that is set ($PARTNER_API_CACHE_DIR, else
- * $XDG_CACHE_HOME/partner-api, else $HOME/.cache/partner-api), and the first it may not read before it (`unread`: it
- * may be set, and then the cache is there).
+ * The cache folder of the first variable this run may read that is set, and the first before it that it may not read
+ * (`unread`: if set, the cache is there).
  */
 function cacheLocation(): { folder?: string; unread?: string } {
   let unread: string | undefined;
@@ -137,8 +136,8 @@ function cacheLocation(): { folder?: string; unread?: string } {
 
 /**
  * `cache clear`, `logout`: the line that says what was removed: every cached token, or those of `config` alone.
- * @throws {UsageError} When it cannot clear: no permission on the folder or on the variables naming it, a folder no
- * file can be made in, or one not the user's alone (as {@linkcode openCache} refuses it).
+ * @throws {UsageError} When it cannot clear: no permission on the folder or the variables naming it, or a folder
+ * {@linkcode openCache} would refuse.
  */
 export async function clearCache(config?: PartnerApiConfig): Promise<string> {
   // Not allowed to read a variable asked first, the cache may be where it says: clearing another is no answer.

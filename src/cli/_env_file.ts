@@ -61,15 +61,13 @@ export async function withEnvFile(
 }
 
 /**
- * The text of `path`, if a regular file (or a link to one) of at most {@linkcode MAX_ENV_FILE} bytes; anything else is
- * refused before it is read (a FIFO would hang the run, /dev/zero or a huge file fill its memory), and so is a file
- * that grows past the bound while read.
+ * The text of `path`, if a regular file (or a link to one) of at most {@linkcode MAX_ENV_FILE} bytes, also while read:
+ * anything else is refused before it is read (a FIFO would hang the run, /dev/zero fill its memory).
  * @throws {UsageError} For such a file, or where Deno is not; else what `Deno.stat` and reading throw.
  */
 export async function readEnvFile(path: string): Promise<string> {
   const refused = (why: string) =>
     new UsageError(`cannot read --env-file ${path}: ${why}`);
-  // The default reader needs Deno's file API (elsewhere `Deno` is not defined).
   if (typeof Deno === "undefined") {
     throw refused("off Deno, pass main an io whose readTextFile reads it");
   }

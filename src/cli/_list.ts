@@ -140,9 +140,8 @@ export function itemWriter(
 }
 
 /**
- * A table, or CSV (RFC 4180: CRLF line ends), under one header. The first page with rows (an empty list: none, at the
- * end) fixes the columns: `fields`, else its rows' keys, and a table's widths; a later wider cell is cut (`…`) rather
- * than re-laying the table, and a key first seen later is told to `notify`, once.
+ * A table, or CSV (RFC 4180: CRLF line ends), under one header. The first page with rows (or the end) fixes the columns
+ * (`fields`, else its keys) and a table's widths: a later wider cell is cut, a key first seen later told to `notify`.
  */
 function columnsWriter(
   out: CliWriter,
@@ -196,9 +195,8 @@ function columnsWriter(
 }
 
 /**
- * One field as RFC 4180 has it, quoted when it must be. A cell a spreadsheet would run as a formula (`=`, `+`, `-` or
- * `@` first: OWASP's CSV injection) gets a `'` before it unless a plain number such as `-5`: stricter than "followed
- * by a non-digit", which lets `=1+HYPERLINK(...)` through.
+ * One field as RFC 4180 has it, quoted when it must be. A cell a spreadsheet would run as a formula (OWASP's CSV
+ * injection) gets a `'` first unless a plain number such as `-5` (not "a non-digit next": `=1+HYPERLINK(...)`).
  */
 export function csvField(value: unknown): string {
   const text = escapeControls(

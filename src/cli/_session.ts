@@ -15,7 +15,7 @@ import type { SessionFlags } from "./_plan.ts";
 import { escapeControls } from "../core/_controls.ts";
 import { handedBy, secretsOf } from "../core/_redact.ts";
 import { redactable } from "../core/_secret_runs.ts";
-import { shownLine } from "./_shown.ts";
+import { keptSecret, shownLine } from "./_shown.ts";
 import type { CliIo, CliWriter } from "./io.ts";
 import type { clearCache, openCache } from "./_cache.ts";
 import { UsageError } from "./_flag_values.ts";
@@ -152,10 +152,7 @@ export async function openSession(
 /** `io` whose standard error shows each line as `shown` does: the secret and the tokens `known` names (none yet). */
 function shownIo(io: RunIo, clientSecret: string) {
   const known = { tokens: (): readonly string[] => [] };
-  // A short secret ("secret") is in the tool's own words: the library has already kept it out of the server's.
-  const secret = redactable(clientSecret)
-    ? { secret: clientSecret, clientId: "" as const }
-    : undefined;
+  const secret = keptSecret(clientSecret);
   const shown = (text: string) => shownLine(text, secret, known.tokens());
   const stderr: CliWriter = {
     get isTerminal() {

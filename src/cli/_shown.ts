@@ -3,25 +3,27 @@
 import { withoutSecrets } from "../core/_option_secrets.ts";
 import { redact, type Secret } from "../core/_redact.ts";
 import { tried } from "../core/_check.ts";
+import { redactable } from "../core/_secret_runs.ts";
 
-/** The client secret as a text to keep out, its id "" (an id is a base's words, often): made once, as core's forms are. */
+/** The client secret as a text to keep out, its id "" (an id is a base's words, often). */
 type ClientSecret = { readonly secret: string; readonly clientId: "" };
 
+/** The client secret to keep out, made once (as core's forms are); none when short ("secret" is the tool's own word). */
+export const keptSecret = (secret: string): ClientSecret | undefined =>
+  redactable(secret) ? { secret, clientId: "" } : undefined;
+
 /**
- * `text` as a failure's line shows it: each word read by core's checker (decoded up to three times, base64, split by a
- * `/`) for the client secret and the tokens of `hidden`, one holding a run of 12 characters of either shown as it
- * shows it (a path as `/[not shown: it held a token]`); the rest as it is. A run, not the whole: the line may quote a
- * value cut short or quoted for a shell (`'…'\''…'`).
+ * `text` as a failure's line shows it: a word holding a run of 12 characters of the secret or a token of `hidden` (as
+ * core's checker reads it: decoded, base64, split by `/`) shown as the checker shows it. A run, not the whole: the line
+ * may quote a value cut short or quoted for a shell (`'…'\''…'`).
  */
 export const shownText = (text: string, hidden: readonly Secret[]): string =>
   text.split(/(\s+)/).map((word) => withoutSecrets(word, hidden)).join("");
 
 /**
- * `text` as a line of a run that went on shows it (its standard error, a header of `--fields`, `cache clear`'s line):
- * as {@linkcode shownText}, but the secret is looked for only where a reading of a word holds it whole (percent-decoded
- * up to three times, form-decoded, without its `/`s, in every form `redact` knows). These lines quote words whole, and
- * a weak secret sharing 12 characters with an ordinary word (a column `organizationID`) would hide the word. Tokens,
- * random, keep the run rule.
+ * `text` as a line of a run that went on shows it (standard error, a `--fields` header, `cache clear`'s line): as
+ * {@linkcode shownText}, but the secret only where a reading of a word holds it whole, as these lines quote words whole
+ * and a weak secret sharing 12 characters with a word (`organizationID`) would hide it. Tokens keep the run rule.
  */
 export function shownLine(
   text: string,

@@ -64,8 +64,8 @@ export function syncRequest(rest: readonly string[], values: Values) {
 
 /** The copy `--to` names, and its kind by its extension. */
 function copyOf(target = ""): { target: string; kind: "sqlite" | "jsonl" } {
-  // A database's address, its password often in it: not quoted (r212c F7: `postgres://u:pass@host/db` was; r214a F5,
-  // r215a F1: `scheme:user:pass@host`, `password=` pairs, `jdbc:…://`, a space before). A drive letter is no scheme.
+  // A database's address, its password often in it, is not quoted (`scheme://`, `scheme:user:pass@host`, `password=`
+  // pairs, a space before). A drive letter is no scheme.
   if (/:\/\/|^\s*[a-z][a-z0-9+.-]+:[^\\]*@|password\s*=/i.test(target)) {
     throw new UsageError(
       "--to takes a file, not an address: a PostgreSQL copy is made with the library's createPostgresSink (docs/sync.md)",

@@ -45,9 +45,8 @@ export function rateHold(state: RateState, now: number): number {
 }
 
 /**
- * Items read and items/s: one line kept current on a terminal, else a line a second from a second in (a shorter run
- * says only its result, which a line at its start would contradict); while the rate limit holds the run, a tick a second
- * says so and for how long.
+ * Items read and items/s: one line kept current on a terminal, else a line a second from a second in (a line at the
+ * start would contradict a short run's result); while the rate limit holds the run, a tick a second says for how long.
  */
 export function progressLine(
   out: Session["io"]["stderr"],

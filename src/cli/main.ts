@@ -2,7 +2,6 @@
 
 import { escapeControls } from "../core/_controls.ts";
 import { redact } from "../core/_redact.ts";
-import { redactable } from "../core/_secret_runs.ts";
 import { requireDeno, tried } from "../core/_check.ts";
 import { VERSION } from "../core/_version.ts";
 import { COMMAND_FLAGS, type Plan, plan, type SessionFlags } from "./_plan.ts";
@@ -18,7 +17,7 @@ import {
   type RunIo,
   type Session,
 } from "./_session.ts";
-import { shownLine, shownText } from "./_shown.ts";
+import { keptSecret, shownLine, shownText } from "./_shown.ts";
 import { clearCache, openCache } from "./_cache.ts";
 import { completionScript } from "./_completion.ts";
 import { readEnvFile, withEnvFile } from "./_env_file.ts";
@@ -107,8 +106,7 @@ async function carryOut(
       ? undefined
       : readConfig(run, [bodyFormat, clientAuthentication], planned.envFile);
     // The line names the cache folder, which may hold the secret or the cached token: read as a failure's line reads them.
-    const secret = configuredSecret(run);
-    const known = secret ? { secret, clientId: "" as const } : undefined;
+    const known = keptSecret(configuredSecret(run));
     const tokens = await knownTokens(run, undefined);
     const cleared = await run.clearCache?.(config);
     const line = cleared ?? "no token cache: nothing to clear";
@@ -178,10 +176,10 @@ function clearHint(run: RunIo, envFile: string | undefined): string {
 const variable = (run: RunIo, name: string) =>
   tried(() => run.env(name)?.trim()) ?? "";
 
-/** The client secret, "" when short: "secret" is in the tool's own words, and the library kept it out of the server's. */
+/** The client secret, "" when too short to keep out ({@linkcode keptSecret}). */
 function configuredSecret(run: RunIo): string {
   const secret = variable(run, CONFIG_VARIABLES.clientSecret);
-  return redactable(secret) ? secret : "";
+  return keptSecret(secret)?.secret ?? "";
 }
 
 function processWriter(stream: typeof Deno.stdout): CliWriter {
