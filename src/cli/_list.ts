@@ -96,7 +96,7 @@ interface ItemWriter {
  * The writer for `format`. `notify` hears once of a key first seen after the columns were fixed: never silently dropped.
  * A header shows each column's name as `shown` does (a name of `--fields` may hold a token).
  */
-export function itemWriter(
+function itemWriter(
   out: CliWriter,
   format: Format,
   options: {

@@ -60,7 +60,8 @@ export async function main(
     let failure = error;
     const options = { options: FLAGS, strict: false, allowNegative: true };
     const { values, positionals } = parseArgs({ args, ...options });
-    // Refused before --env-file was read: the file's secret is kept out all the same; an unreadable file is the failure.
+    // Refused before --env-file was read: the file's secret is kept out all the same. An unreadable file is the failure
+    // told instead: the line may quote a secret it holds.
     if (planned === undefined) {
       await addEnvFile(run, values["env-file"]).catch((unread) => {
         failure = unread;
