@@ -317,7 +317,22 @@ export function cut(text: string, max: number, more = "…"): string {
   return kept.replace(/[\uD800-\uDBFF]$/, "") + more;
 }
 
+/** `cache`'s value for `key`, made when missing; the cache is cleared at `bound` entries (tokens come and go). */
+export function memo<K, V>(
+  cache: Map<K, V>,
+  key: K,
+  make: () => V,
+  bound: number,
+): V {
+  let value = cache.get(key);
+  if (value !== undefined) return value;
+  if (cache.size >= bound) cache.clear();
+  cache.set(key, value = make());
+  return value;
+}
+
 /** What `attempt` returns, or undefined when it throws. */
+
 export function tried<R>(attempt: () => R): R | undefined {
   try {
     return attempt();
