@@ -332,7 +332,6 @@ export function memo<K, V>(
 }
 
 /** What `attempt` returns, or undefined when it throws. */
-
 export function tried<R>(attempt: () => R): R | undefined {
   try {
     return attempt();

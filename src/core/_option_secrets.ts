@@ -2,7 +2,6 @@
 // wrong option or a path) says so instead, and an error quoting an address it was sent in hides it.
 
 import { memo, tried } from "./_check.ts";
-
 import { formEncode, UTF8 } from "./_encoding.ts";
 import {
   BASE64_RUN,

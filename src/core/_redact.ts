@@ -12,7 +12,6 @@ import {
   unescaped,
 } from "./_encoding.ts";
 import { cut, memo, tried } from "./_check.ts";
-
 import { CONTROLS } from "./_controls.ts";
 import { holdsAny, redactable, runIndex, variants } from "./_secret_runs.ts";
 
@@ -332,7 +331,6 @@ export function cleanResponse(response: Response, secrets: readonly Secret[]) {
 type Inspect = (value: unknown, options?: unknown) => string;
 
 /** Makes `JSON.stringify`, `Deno.inspect` and Node's `util.inspect` of `target` show `view()` as `name`, not spread. */
-
 export function shownAs<T extends object>(
   target: T,
   name: string,

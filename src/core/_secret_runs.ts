@@ -90,7 +90,6 @@ export function holdsAny(text: string, { runs, lengths }: RunIndex): boolean {
 }
 
 /** `text` lower-cased, a final sigma as any other (its lower case hangs on what follows it). */
-
 function folded(text: string): string {
   return text.toLowerCase().replaceAll("ς", "σ");
 }
