@@ -163,8 +163,7 @@ function madeHolder(secret: string): (text: string) => boolean {
     for (let i = 1; i < 3 && /%[0-9a-f]{2}/i.test(read.at(-2)!); i++) {
       read.push(...decodings(read.at(-2)!));
     }
-    // All read at once, a line each: a search per run of each form is what a short text (a path) pays; one text per
-    // base64 run was seconds over a 200,000-character echo.
+    // All read at once, a line each: searching one text per base64 run took seconds over a 200,000-character echo.
     const texts = new Set(read.flatMap(withoutSlashes));
     return holds([...texts, ...base64Readings(read, runs)].join("\n"));
   };

@@ -26,16 +26,11 @@ import { backoffFrom, timeoutFrom } from "../core/_attempt_loop.ts";
 import type { TokenProviderOptions, TokenRequestOptions } from "./types.ts";
 import type { TokenStore } from "../store/types.ts";
 
+type Setting = keyof NonNullable<TokenRequestOptions["settingNames"]>;
 /** The settings a hint can name. */
-const SETTINGS = [
-  "clientId",
-  "clientSecret",
-  "audience",
-  "tokenUrl",
-  "bodyFormat",
-  "clientAuthentication",
-] as const;
-type Setting = typeof SETTINGS[number];
+const SETTINGS = optionNames<Record<Setting, unknown>>()(
+  "clientId clientSecret audience tokenUrl bodyFormat clientAuthentication",
+) as readonly Setting[];
 
 /** Everything needed to send token requests; it holds the secret, so it never leaves the token modules. */
 export type TokenEndpoint = Readonly<ReturnType<typeof tokenEndpoint>>;

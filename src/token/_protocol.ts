@@ -80,10 +80,7 @@ export function nextTokenStep(
 /** What a token request needs besides the endpoint. */
 type TokenSending = Pick<ProviderConfig, "backoff" | "random" | "onEvent">;
 
-/**
- * One token request with its retries; `beforeSend` is called as each attempt goes out, and what it returns (a quota
- * block's refusal: another flight's 429) is thrown in place of sending it.
- */
+/** A token request with retries; what `beforeSend` returns as an attempt goes out (a quota block) is thrown instead. */
 export function requestWithRetries(
   endpoint: TokenEndpoint,
   sending: TokenSending,
