@@ -40,9 +40,8 @@ function* runsIn(texts: Iterable<string>) {
 }
 
 /**
- * Past this length of a secret, the text's runs are looked up in a set of the secret's: searching the text for each of
- * the secret's is quadratic (seconds for a 60 KB token in a 60 KB text). Shorter, the runtime's own search is faster
- * (measured side by side: equal at about 1,000).
+ * Past this length of a secret, the text's runs are looked up in a set of the secret's: searching for each is quadratic
+ * (seconds for a 60 KB token in a 60 KB text); shorter, the runtime's search is faster (equal at about 1,000).
  */
 const LONG_SECRET = 1000;
 
