@@ -105,8 +105,8 @@ function hiddenIn(secrets: readonly Secret[]) {
   );
   return (text: string) => {
     if (held(text)) return "/[not shown: it held the client secret]";
-    const token = tokens.some((holds) => holds(text));
-    return token ? "/[not shown: it held a token]" : undefined;
+    const tokenHeld = tokens.some((holds) => holds(text));
+    return tokenHeld ? "/[not shown: it held a token]" : undefined;
   };
 }
 
