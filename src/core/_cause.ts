@@ -8,8 +8,7 @@ import { given, tried } from "./_check.ts";
 export function describeCause(error: unknown, secrets: readonly Secret[]) {
   const parts: string[] = [];
   for (let at = error, depth = 0; at !== undefined && depth < 4; depth++) {
-    // A value's text may throw (a null prototype, a getter) or be anything (an array of 2^32 holes joins for a minute):
-    // an object not an error says its kind only.
+    // An object not an error says its kind only: its text may throw, or take a minute (an array of 2^32 holes).
     const text = () =>
       at instanceof Error
         ? at.message
@@ -76,10 +75,9 @@ function deniedEntry(url: URL): string | undefined {
 }
 
 /**
- * `error` fit for a `cause`: never the thrown value, which a user's fetch made and may keep the request (the secret in
- * the body, the Authorization header) where no check sees it (a getter, a private field, a Proxy). A copy: the runtime's
- * own class (`TypeError`, `DOMException`, `Deno.errors`), name, message and primitive fields (`code`), texts cleaned as
- * server text; its cause and an AggregateError's errors alike, 32 copies at most. Any other value: its kind.
+ * `error` fit for a `cause`: never the thrown value (a user's fetch may keep the request, secret included, where no
+ * check sees it), but a copy of the runtime's own class with its name, message and primitive fields (`code`) cleaned
+ * as server text; its cause and an AggregateError's errors alike, 32 copies at most. Any other value: its kind.
  */
 export function cleanCause(
   error: unknown,
@@ -128,10 +126,7 @@ function primitiveFields(
   }
 }
 
-/**
- * A primitive fit for a copy: a text or a symbol (its description may be any text) cleaned; a bigint by its kind (its
- * digits may hold any bytes, the request body too); others as they are.
- */
+/** A primitive fit for a copy: a text or symbol cleaned; a bigint by its kind (its digits may hold any bytes). */
 function primitive(value: unknown, text: (value: unknown) => string) {
   if (typeof value === "bigint") return "[object BigInt]";
   const shown = typeof value === "string" || typeof value === "symbol";

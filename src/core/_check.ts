@@ -72,10 +72,7 @@ const RULES = {
 /** A rule a numeric option must follow. */
 export type NumberRule = keyof typeof RULES;
 
-/**
- * `value`, or `fallback` when it is undefined (none: a `TypeError`, "must be given"); a `TypeError` when it is not a
- * number, a `RangeError` when it breaks `rule`.
- */
+/** `value`, else `fallback` (none: "must be given"); a `TypeError` when no number, a `RangeError` breaking `rule`. */
 export function checkNumber(
   value: number | undefined,
   fallback: number | undefined,
@@ -141,10 +138,8 @@ type SameWords<S, K> = [Exclude<K, Words<S>> | Exclude<Words<S>, K>] extends
   : { missing: Exclude<K, Words<S>>; unknown: Exclude<Words<S>, K> };
 
 /**
- * {@linkcode requireOptions}, then refuses an own key that is none of `names`: a misspelt option (`maxitems`) went
- * unread, and its default ruled without a word. A `TypeError` naming the key (under `option` when that is not
- * "options": `retry.retires`); its rule is the hint for a key known elsewhere (`hints`: a renamed option, an
- * environment's field), else the nearest name.
+ * {@linkcode requireOptions}, then refuses an own key none of `names` (a misspelt option went unread, its default
+ * ruling silently): a `TypeError` naming it (`retry.retires` under `option`), its rule `hints`' for it or the nearest.
  */
 export function requireKnownOptions(
   options: unknown,
@@ -154,15 +149,10 @@ export function requireKnownOptions(
   hints: Readonly<Record<string, string>> = {},
 ): asserts options is object {
   requireOptions(options, context, option);
-  // A Proxy's trap may throw: its own error named no option (review r180 F7).
+  // A Proxy's trap may throw: its own error named no option.
   const keys = tried(() => Object.keys(options));
-  if (keys === undefined) {
-    throw typeError(
-      context,
-      option,
-      "must be an object whose keys can be read",
-    );
-  }
+  const unreadable = "must be an object whose keys can be read";
+  if (keys === undefined) throw typeError(context, option, unreadable);
   const found = keys.find((key) => !names.includes(key));
   if (found === undefined) return;
   const key = cut(found, 40);
@@ -209,10 +199,7 @@ export function requireClock(
   return value;
 }
 
-/**
- * A `now` option whose every reading is checked, not read ahead: a clock that starts at its first reading (the fake's
- * `--now`) keeps it for what the caller dates.
- */
+/** A `now` option whose every reading is checked, none read ahead (a clock may start at its first: the fake's `--now`). */
 export function checkedReadings(
   value: (() => number) | undefined,
   context: string,
@@ -224,18 +211,14 @@ export function checkedReadings(
 function readingOf(at: unknown, context: string): number {
   if (Number.isFinite(at)) return at as number;
   const got = typeof at === "number" ? String(at) : typeof at; // an object's own String may throw
-  throw typeError(
-    context,
-    "now",
-    "must return epoch ms (a finite number)",
-    got,
-  );
+  const rule = "must return epoch ms (a finite number)";
+  throw typeError(context, "now", rule, got);
 }
 
 /** A `sortBy` option: a field name; `-field` (another API's way to say descending) refused with what to write instead. */
 export function requireSortField(given: unknown, context: string): string {
   const sortBy = requireText(given, context, "sortBy");
-  // Spaces first too: " -date" went out as sortBy=+-date (r178b F7).
+  // Spaces first too: " -date" went out as sortBy=+-date.
   if (!sortBy.trimStart().startsWith("-")) return sortBy;
   const field = JSON.stringify(sortBy.trimStart().slice(1).trim());
   const rule =
@@ -277,10 +260,7 @@ export function requireFunction<T>(
   throw typeError(context, field, "must be a function", typeof value);
 }
 
-/**
- * Refuses to go on outside Deno, before anything is touched: a `TypeError` for the `option` whose
- * work needs a Deno API, whose `rule` says what to use instead (Node, Bun and workerd have no `Deno`).
- */
+/** Refuses to go on outside Deno, before anything is touched: a `TypeError` for `option`, `rule` saying what to use. */
 export function requireDeno(context: string, option: string, rule: string) {
   if ("Deno" in globalThis) return;
   throw typeError(context, option, rule);
@@ -315,6 +295,20 @@ export function cut(text: string, max: number, more = "…"): string {
   // Never half of a pair: a lone surrogate made the text throw URIError in `encodeURIComponent`.
   const kept = text.slice(0, Math.max(0, max - more.length));
   return kept.replace(/[\uD800-\uDBFF]$/, "") + more;
+}
+
+/** `cache`'s value for `key`, made when missing; the cache is cleared at `bound` entries (tokens come and go). */
+export function memo<K, V>(
+  cache: Map<K, V>,
+  key: K,
+  make: () => V,
+  bound: number,
+): V {
+  let value = cache.get(key);
+  if (value !== undefined) return value;
+  if (cache.size >= bound) cache.clear();
+  cache.set(key, value = make());
+  return value;
 }
 
 /** What `attempt` returns, or undefined when it throws. */

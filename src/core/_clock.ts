@@ -38,10 +38,7 @@ export function readsMonotoneClock(now: () => number): boolean {
   return now === Date.now && monotoneEpoch() !== undefined;
 }
 
-/**
- * `read` (default `now`), read once per synchronous turn (100,000 callers in a burst read it once); with an injected
- * `now`, which may jump within a turn, `read` is returned as is.
- */
+/** `read` (default `now`) read once a synchronous turn (a burst reads it once); with an injected `now`, as it is. */
 export function turnClock(
   now: () => number,
   read: () => number = now,
@@ -57,10 +54,7 @@ export function turnClock(
   };
 }
 
-/**
- * How long, on `steady`, each named thing (a lock, a lease) has been seen as it is: a stamp another process wrote on
- * its wall clock says nothing once a clock stepped, a record seen unchanged for a whole period here does.
- */
+/** How long, on `steady`, each named thing (a lock) was seen unchanged: a stamp says nothing once a clock stepped. */
 export function unchangedFor(
   steady: () => number,
 ): (name: string, state: string) => number {

@@ -3,10 +3,9 @@
 import { MAX_TIMER_MS } from "./_check.ts";
 
 /**
- * Time limits shared by the attempts that start within one short window (a tenth of the limit, at most a second): each
- * gets its limit, and at most a window more. One `globalThis.setTimeout` per window, looked up when set, due by the
- * injected clock, cleared after {@linkcode QUIET_TURNS} empty microtask turns (run before any timer or I/O). Why:
- * docs/performance.md.
+ * Time limits shared by the attempts that start within one short window (a tenth of the limit, at most a second), each
+ * getting at most a window more: one `globalThis.setTimeout` per window, looked up when set, due by the injected clock,
+ * cleared after {@linkcode QUIET_TURNS} empty microtask turns. Why: docs/performance.md.
  */
 export class SharedDeadlines implements AttemptLimits {
   readonly #now: () => number;

@@ -34,9 +34,8 @@ export function hex(text: string | Uint8Array): string {
 }
 
 /**
- * Other spellings a server's text may echo `text` in (r172b F2–F5), each found in any case: JSON with non-ASCII as
- * `\uXXXX` (Python's default) and `/` as `\/` (PHP's), every byte percent-encoded, HTML numeric references, and
- * hex bytes apart.
+ * Other spellings a server's text may echo `text` in, each found in any case: JSON with non-ASCII as `\uXXXX` (Python's
+ * default) and `/` as `\/` (PHP's), every byte percent-encoded, HTML numeric references, and hex bytes apart.
  */
 export function escapedForms(text: string): string[] {
   const json = JSON.stringify(text).slice(1, -1);
@@ -86,9 +85,8 @@ export function htmlEscapes(text: string): string[] {
 }
 
 /**
- * `text` with the escapes a server may mix into it undone: HTML numeric references, `\u`, `\U`, `\u{…}` and `%u`
- * escapes, runs of `%` or `\x` bytes (UTF-8, else Latin-1), and JSON's `\/`, `\"` and `\\`, each with its backslash
- * escaped again too (JSON in JSON).
+ * `text` with escapes a server may mix in undone: HTML numeric references, `\u`, `\U`, `\u{…}`, `%u`, runs of `%` or
+ * `\x` bytes (UTF-8, else Latin-1), JSON's `\/`, `\"` and `\\`, each backslash escaped again too (JSON in JSON).
  */
 export function unescaped(text: string): string {
   return text

@@ -1,7 +1,7 @@
 // Internal: the client secret kept out of what the client shows: an option's refusal that would echo it (pasted into the
 // wrong option or a path) says so instead, and an error quoting an address it was sent in hides it.
 
-import { tried } from "./_check.ts";
+import { memo, tried } from "./_check.ts";
 import { formEncode, UTF8 } from "./_encoding.ts";
 import {
   BASE64_RUN,
@@ -20,10 +20,7 @@ const SECRET_IN_OPTIONS =
 const TOKEN_IN_OPTIONS =
   "an option's name or value held a token or the client secret; it is not shown";
 
-/**
- * Runs `check`; where an option it refuses echoes the secret (pasted into the wrong option), the error says
- * `received [client_secret]` instead, in its message and stack.
- */
+/** Runs `check`; a refusal echoing the secret (pasted into a wrong option) says `received [client_secret]` instead. */
 export function secretOutOfChecks<T>(secret: unknown, check: () => T): T {
   try {
     return check();
@@ -32,10 +29,7 @@ export function secretOutOfChecks<T>(secret: unknown, check: () => T): T {
   }
 }
 
-/**
- * `error`, an option's refusal, saying `received [client_secret]` where it echoes `secret` (whole, cut, encoded), and
- * naming an option whose name holds it (a query key of the user's) `query.[not shown]`.
- */
+/** A refusal echoing `secret` (any form) says `received [client_secret]`; an option named by it, `query.[not shown]`. */
 export function withoutSecretEcho<E>(error: E, secret: unknown): E {
   if (typeof secret !== "string") return error;
   const held = holderOf(secret);
@@ -47,9 +41,8 @@ export function withoutSecretEcho<E>(error: E, secret: unknown): E {
 type Cleaned = readonly [shown: string, held: boolean];
 
 /**
- * `error` with each text `clean`ed; where one still holds what is hidden, the caller's text it echoes goes: an option
- * named by it as `query.[not shown]` (the project's part of the name kept, as the `option` field and in the message),
- * the value as `received <name>`; a text holding it still (a rule quoting it) goes whole.
+ * `error` with each text `clean`ed; where one still holds what is hidden, an option named by it goes as `query.[not
+ * shown]` (field and message), the echoed value as `received <name>`, and a text holding it still goes whole.
  */
 function echoHidden<E>(
   error: E,
@@ -77,12 +70,10 @@ function echoHidden<E>(
 }
 
 /**
- * `error`, its message, stack and fields, without the client's secret or a token of `secrets` (one pasted into a path
- * was sent, and quoted whole with the address); its id and audience stay (a base's words, often), as does a value
- * under 8 characters (a token "test" cut every word). Where a run of the secret or a token stays (cut, encoded, split by
- * a `/`), the addresses' paths and queries go, then a text holding one still (a path, an id, a rule quoting it) goes
- * whole; in an option's refusal, which holds none, the caller's text it echoes goes (`query.[not shown]`,
- * `received [not shown]`). A path given alone (as events, spans and pages show one) goes as `/[not shown: it held …]`.
+ * `error` without the client's secret or a token of `secrets` (one pasted into a path is quoted with the address); id,
+ * audience and values under 8 characters stay (often a base's words). Where a run of one stays, addresses lose path and
+ * query, then a text still holding one goes whole; an option's refusal loses its echo (`received [not shown]`), and a
+ * path given alone (as events and spans show one) goes as `/[not shown: it held …]`.
  */
 export function withoutSecrets<E>(error: E, secrets: readonly Secret[]): E {
   const values = secrets.map(secretOnly)
@@ -105,10 +96,7 @@ export function withoutSecrets<E>(error: E, secrets: readonly Secret[]): E {
   }) as E;
 }
 
-/**
- * What stands for an address that still holds a run of the client secret or of a token of `secrets`, in a form
- * {@linkcode holderOf} reads (cut short, encoded, split by a `/`); undefined when it holds neither.
- */
+/** What stands for an address holding a run of the secret or a token ({@linkcode holderOf}); undefined if neither. */
 function hiddenIn(secrets: readonly Secret[]) {
   const secret = secrets.find((s) => typeof s === "object")?.secret;
   const held = secret === undefined ? () => false : holderOf(secret);
@@ -117,10 +105,8 @@ function hiddenIn(secrets: readonly Secret[]) {
   );
   return (text: string) => {
     if (held(text)) return "/[not shown: it held the client secret]";
-    if (tokens.some((token) => token(text))) {
-      return "/[not shown: it held a token]";
-    }
-    return undefined;
+    const tokenHeld = tokens.some((holds) => holds(text));
+    return tokenHeld ? "/[not shown: it held a token]" : undefined;
   };
 }
 
@@ -140,19 +126,12 @@ function secretOnly(secret: Secret): Secret {
 const onlySecrets = new WeakMap<object, Secret>();
 
 /**
- * Whether a text holds a run of the secret (or a token) in a form an option's echo gives it: as given, as a quoted echo
- * escapes it, as the URL parser writes it in an address, form-encoded (as HTTP Basic sends it), and in the text read
- * percent- (up to three times), form- or base64-decoded, and without its `/`s (a `/`, a space or an `é` every few
- * characters broke each run of the encoded echo; a `%41` of the secret's own, its decoded one).
+ * Whether a text holds a run of the secret (or a token) as given, JSON-escaped, as the URL parser writes it,
+ * form-encoded, or in the text read percent- (up to three times), form- or base64-decoded, or without its `/`s (a `/`,
+ * space or `é` every few characters broke each run of the encoded echo). Made once per secret or token.
  */
-function holderOf(secret: string): (text: string) => boolean {
-  let holder = holders.get(secret);
-  if (holder !== undefined) return holder;
-  if (holders.size >= 64) holders.clear(); // a bound: tokens come and go
-  holders.set(secret, holder = madeHolder(secret));
-  return holder;
-}
-/** Per secret or token, its holder: its forms are made once (a provider hands out one token an hour). */
+const holderOf = (secret: string) =>
+  memo(holders, secret, () => madeHolder(secret), 64);
 const holders = new Map<string, (text: string) => boolean>();
 
 function madeHolder(secret: string): (text: string) => boolean {
@@ -184,8 +163,7 @@ function madeHolder(secret: string): (text: string) => boolean {
     for (let i = 1; i < 3 && /%[0-9a-f]{2}/i.test(read.at(-2)!); i++) {
       read.push(...decodings(read.at(-2)!));
     }
-    // All read at once, a line each: a search per run of each form is what a short text (a path) pays; one text per
-    // base64 run was seconds over a 200,000-character echo.
+    // All read at once, a line each: searching one text per base64 run took seconds over a 200,000-character echo.
     const texts = new Set(read.flatMap(withoutSlashes));
     return holds([...texts, ...base64Readings(read, runs)].join("\n"));
   };
@@ -211,9 +189,8 @@ const base64Readings = (texts: readonly string[], runs: RegExp) =>
 const SHORT_SECRET_RUN = /[A-Za-z0-9+/_-]{11,}={0,2}/g;
 
 /**
- * The secret as the URL parser writes it, whole or in part: in a path (a `\` as `/`, tabs dropped, `.` segments gone),
- * a query and a fragment, each percent-encoded its own way (a `%41` of its own kept); a host (punycode; before a `/`,
- * after an `@`; no IP, which it writes anew); a query's value, decoded (up to an `&`). Only their runs of 12 count.
+ * The secret as the URL parser writes it, whole or in part: in a path, query and fragment, each encoded its own way; a
+ * host (punycode; no IP, which it writes anew); a query's value, decoded (up to an `&`). Only their runs of 12 count.
  */
 function addressForms(secret: string): string[] {
   const hrefs = ["http://h/", "http://h/?", "http://h/#"].map((lead) =>
@@ -225,10 +202,7 @@ function addressForms(secret: string): string[] {
   return [...hrefs, ip ? "" : host, query].filter((form) => !!form) as string[];
 }
 
-/**
- * `text` with each run of percent escapes decoded where it is UTF-8; in a run that is not, its ASCII escapes each (a
- * `%FF` beside them left every one encoded).
- */
+/** `text` with each run of percent escapes decoded as UTF-8, else its ASCII escapes each (a `%FF` kept all encoded). */
 function percentDecoded(text: string): string {
   const ascii = (escape: string) =>
     String.fromCharCode(parseInt(escape.slice(1), 16));

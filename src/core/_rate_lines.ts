@@ -1,7 +1,7 @@
 // Internal: the lines of callers waiting for a slot of a rate window, live first: a linked list makes leaving O(1), and
 // callers sharing a signal share one listener, so N leaving cost O(N) in all.
 
-import { MAX_TIMER_MS, typeError } from "./_check.ts";
+import { MAX_TIMER_MS, requireSignal } from "./_check.ts";
 import { checkPriority, PRIORITIES } from "./_rate_options.ts";
 
 /** A caller waiting for a slot, a link of its line: handed its ticket, or rejected when it leaves. */
@@ -100,22 +100,20 @@ export function hearsSignal(slot: Promise<number>): boolean {
 }
 
 /**
- * A `take`'s refusal of a `signal` that is no AbortSignal (once queued, it failed every caller after it), or of a
- * `priority` Fetch does not know ("LOW" went ahead as live, past the reserve: r173a F3); else none.
+ * A `take`'s refusal of a `priority` Fetch does not know ("LOW" went ahead as live, past the reserve), or of a `signal`
+ * that is no AbortSignal (once queued, it failed every caller after it); else none.
  */
 export function takeRefusal(
   signal: unknown,
   priority: unknown,
 ): Promise<never> | undefined {
-  if (!KNOWN.has(priority)) {
-    try {
-      checkPriority(priority, undefined, TAKE);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+  try {
+    if (!KNOWN.has(priority)) checkPriority(priority, undefined, TAKE);
+    requireSignal(signal, TAKE);
+  } catch (error) {
+    return Promise.reject(error);
   }
-  if (signal === undefined || signal instanceof AbortSignal) return undefined;
-  return Promise.reject(typeError(TAKE, "signal", "must be an AbortSignal"));
+  return undefined;
 }
 
 const TAKE = "Cannot take a slot";

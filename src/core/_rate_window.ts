@@ -81,9 +81,8 @@ function capGivesBack(
 }
 
 /**
- * `share` under the window's cap, and ms until a slot is free for it: a send leaving, or the cap giving one back. Of
- * `share` and `reserve` lowered together, the reserve is kept whole, up to half of them, and never less than its part:
- * lowered in proportion alone, one 429 halved the live calls' room beside a crawl, six left 2 of 90 (r188b F1).
+ * `share` under the window's cap, and ms until a slot is free for it (a send leaving, or the cap giving one back). The
+ * reserve is kept whole, up to half of both: lowered in proportion, six 429s left live calls 2 of 90 beside a crawl.
  */
 function capped(
   window: Window,
@@ -109,21 +108,15 @@ function capped(
 }
 
 /**
- * The service refused a send for its rate at `now` (a 429): it counts fewer than the limit lets through, others on the
- * address using the rest. No more sends count at once than did when it came, the refused one aside, nor fewer than half
- * the cap in force (the limit, first): each further 429 may halve it again, down to what the service lets through. Each
- * share is lowered in proportion; from an interval after the last 429, each interval without another gives back half of
- * what the cap took, a send at a time. A service stricter than the limit met a 429 a slot, and calls failed after their
- * retries, 64 of 2,000 at 800 against 900 (r173a F1); at 50 against 900, 200 of 300 (r174a F2).
+ * The service refused a send for its rate at `now` (a 429; others on the address use the rest). No more sends count at
+ * once than did then or the cap in force allows, the refused one aside, nor fewer than half the cap before the first of
+ * 429s a slot apart (they answer one moment: 10 in flight took 900 to 6; and one that had sent 1 would be held to 1,
+ * waiting minutes). Each share is lowered in proportion; from an interval after the last 429, each interval without
+ * another gives back half of what the cap took. Without it, a service stricter than the limit met a 429 a slot (200 of
+ * 300 calls failed at 50 against 900); with it, a 429 a halving on the way down.
  */
 export function capAtRefusal(window: Window, interval: number, now: number) {
   const limit = window.times.length, held = capAt(window, interval, now);
-  // One under the cap in force: sends in flight together, refused together, each counted in all of them (r173a). Half
-  // of it at least: a process refused while others on the address fill the window is no judge of their share (one that
-  // had sent 1 would be held to 1 for an interval: a live call on an address many share, as on Deno Deploy, waiting
-  // minutes). Half of the cap before the first of 429s a slot apart or less: they answer one moment (10 in flight
-  // took 900 to 6, r175b). So a service far stricter than the limit is met a 429 a halving on the way down (1 or 2
-  // calls of 300 failed, refused thrice, at 50 against 900).
   // A slot from the group's first, not its last: 429s coming on less than a slot apart hold no cap at half for ever.
   const together = now - window.cap.since <= interval / limit;
   const [base, since] = together
@@ -139,9 +132,8 @@ export function capAtRefusal(window: Window, interval: number, now: number) {
 }
 
 /**
- * The window's cap at `now`: its limit, less what the last refusal took, halved with each interval from one after it (in
- * the first, the sends that drew the 429 still fill the window: given back then, 429s came each window, r174a F1), a
- * send at a time (given back a window's half at once, as many sends went at once, each met a 429, and calls failed).
+ * The window's cap at `now`: its limit less what the last refusal took, halved each interval from one after it (in the
+ * first, the sends that drew the 429 still fill the window), a send at a time (half at once drew a 429 each).
  */
 function capAt(window: Window, interval: number, now: number): number {
   const limit = window.times.length, { most, at } = window.cap;

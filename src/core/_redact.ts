@@ -11,7 +11,7 @@ import {
   strictlyUnescaped,
   unescaped,
 } from "./_encoding.ts";
-import { cut, tried } from "./_check.ts";
+import { cut, memo, tried } from "./_check.ts";
 import { CONTROLS } from "./_controls.ts";
 import { holdsAny, redactable, runIndex, variants } from "./_secret_runs.ts";
 
@@ -40,7 +40,7 @@ type Redactor = Readonly<ReturnType<typeof redactor>>;
 
 /** Made once per credentials object: a provider keeps one for its life. */
 const redactors = new WeakMap<object, Redactor>();
-/** Made once per list of tokens, for all of them (one each cost seconds for the thousands an answer may hold: r223a F1). */
+/** Made once per list of tokens, for all of them (one each cost seconds for the thousands an answer may hold). */
 const tokenRedactors = new Map<string, Redactor>();
 
 /** Each provider `createTokenProvider` made, with its credentials: a client of it keeps them out of its errors too. */
@@ -63,11 +63,7 @@ export const handedBy = (provider: object): readonly string[] =>
 /** Per token provider, the sets noting each access token sent with it (a service may echo it): a sync run's, while it runs. */
 export const tokensNoted = new WeakMap<object, Set<Set<string>>>();
 
-/**
- * The redactors of `secrets`: one for all the strings (tokens) first, then each credentials object's own. Tokens first,
- * whatever the order given: a token holding the client id or a JWT's payload naming it was cut apart by `[client_id]`,
- * and its pieces shown (r230a F2).
- */
+/** The redactors of `secrets`: the tokens' first, whatever the order (`[client_id]` cut apart a token holding it). */
 function redactorsOf(secrets: readonly Secret[]): Redactor[] {
   const tokens = secrets.filter((s): s is string => typeof s === "string");
   const made = secrets.filter((s) => typeof s !== "string").map(ofCredentials);
@@ -88,20 +84,15 @@ function ofCredentials(given: Exclude<Secret, string>): Redactor {
   return made;
 }
 
-function ofTokens(tokens: readonly string[]): Redactor {
-  const key = JSON.stringify(tokens);
-  const known = tokenRedactors.get(key);
-  if (known !== undefined) return known;
-  const made = redactor(tokens.map((token) => [REDACTED, token]));
-  if (tokenRedactors.size >= 16) tokenRedactors.clear(); // a bound: tokens come and go
-  tokenRedactors.set(key, made);
-  return made;
-}
+const ofTokens = (tokens: readonly string[]): Redactor =>
+  memo(
+    tokenRedactors,
+    JSON.stringify(tokens),
+    () => redactor(tokens.map((token) => [REDACTED, token])),
+    16,
+  );
 
-/**
- * `values` as [name, value, client id to pair it with (HTTP Basic)]: the first (the secret, or a token) and those of
- * its name (every token) drop a text holding a run of one.
- */
+/** `values` as [name, value, client id for HTTP Basic]; a run of those named as the first drops a text whole. */
 function redactor(values: readonly (readonly [string, string, string?])[]) {
   const all: string[] = [];
   const named = new Map<string, Set<string>>();
@@ -138,9 +129,8 @@ function redactor(values: readonly (readonly [string, string, string?])[]) {
 const MAX_PATTERN = 8192;
 
 /**
- * `forms` (longest first) as patterns, in order: groups case-insensitive; a form too long for that as itself, in its
- * own case (the forms hold the upper and lower ones; a pattern of it, even without the `i` flag, may be more than V8
- * compiles: 40,000 non-ASCII characters are).
+ * `forms` (longest first) as case-insensitive groups, in order; a form too long for one as itself, in its own case (the
+ * forms hold each case; V8 refused even a pattern without `i` of 40,000 non-ASCII characters).
  */
 function patternsOf(forms: readonly string[]): (RegExp | string)[] {
   const patterns: (RegExp | string)[] = [];
@@ -249,10 +239,7 @@ export function* readings(run: string): Generator<string> {
 /** Invalid bytes become U+FFFD, so that one of them hides nothing else. */
 export const LENIENT = new TextDecoder("utf-8", { fatal: false });
 
-/**
- * Text from a server, fit for an error: secrets redacted first (no later change may break a form apart; dropped whole
- * while it holds a run of one: {@linkcode redactedWhole}), controls as spaces, cut to `max` (ending with `more`).
- */
+/** Server text fit for an error: {@linkcode redactedWhole} first, then controls as spaces, cut to `max` with `more`. */
 export function serverText(
   text: string,
   secrets: readonly Secret[],
@@ -273,8 +260,8 @@ export function redactedWhole(text: string, secrets: readonly Secret[]) {
 
 function wholeOrDropped(text: string, made: readonly Redactor[]): string {
   const redacted = redactedBy(text, made);
-  // Escapes mixed in, undone: no list of forms holds every mix (r172d F1). Read strictly too, once and twice (JSON in
-  // JSON), composed as the secret is (NFC): secrets with a backslash before an NFD or astral character came through.
+  // Escapes mixed in, undone (no list of forms holds every mix), strictly too, once and twice (JSON in JSON), and NFC:
+  // secrets with a backslash before an NFD or astral character came through.
   const readings = [unescaped(unescaped(redacted)), strictlyUnescaped(redacted)]
     .flatMap((read) => [read, strictlyUnescaped(read)])
     .map((reading) => reading.normalize());
@@ -283,10 +270,7 @@ function wholeOrDropped(text: string, made: readonly Redactor[]): string {
   return held ? REDACTED : redacted;
 }
 
-/**
- * Keeps a client's credentials, and each access token it sends until `stop`, out of text (a service may echo them in
- * ids), as server text: redacted, or dropped whole while it holds a run of one.
- */
+/** Keeps a client's credentials, and each token it sends until `stop`, out of text ({@linkcode redactedWhole}). */
 export function secretsOf(client: object) {
   const { tokenProvider } = client as { tokenProvider?: unknown };
   const provider = Object(tokenProvider), tokens = new Set<string>();
@@ -299,9 +283,8 @@ export function secretsOf(client: object) {
 }
 
 /**
- * `thrown` cleaned where it stands, its class, identity and fields kept: its texts (`message` and `stack` as read, a
- * DOMException's too, kept under a symbol), arrays, its cause and every error it holds (an AggregateError's), each
- * once. Other objects it holds are not walked (a driver's own state is never changed), nor is a frozen error's field.
+ * `thrown` cleaned in place, class, identity and fields kept: its texts (a DOMException's `message` too), arrays, cause
+ * and errors it holds, each once; no other object is walked (a driver's state is never changed), nor a frozen field.
  */
 export function redactInPlace(thrown: unknown, clean: Clean, seen = new Set()) {
   if (typeof thrown === "string") return clean(thrown);
@@ -328,9 +311,8 @@ export function redactInPlace(thrown: unknown, clean: Clean, seen = new Set()) {
 type Clean = (text: string) => string;
 
 /**
- * A copy of `response` for an error (`showHidden` shows it): status, its reason phrase and each header cleaned and cut
- * like a body, no body. Node's fetch keeps the phrase and header names a server sent (r168b F1: the secret in
- * `statusText`), which Response and Headers may refuse: a copy that threw lost the refusal (F7, F8).
+ * A body-less copy of `response` for an error: status, phrase and headers cleaned like a body. Node's fetch keeps the
+ * phrase and names a server sent (a secret in `statusText`), that Response and Headers may refuse: left out.
  */
 export function cleanResponse(response: Response, secrets: readonly Secret[]) {
   const headers = new Headers();
@@ -348,10 +330,7 @@ export function cleanResponse(response: Response, secrets: readonly Secret[]) {
 
 type Inspect = (value: unknown, options?: unknown) => string;
 
-/**
- * Makes `JSON.stringify`, `Deno.inspect` and Node's `util.inspect` of `target` show `view()`, named `name`; the three
- * are not enumerable, so a spread of `target` (how its fields are passed on) leaves them behind.
- */
+/** Makes `JSON.stringify`, `Deno.inspect` and Node's `util.inspect` of `target` show `view()` as `name`, not spread. */
 export function shownAs<T extends object>(
   target: T,
   name: string,

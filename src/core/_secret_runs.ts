@@ -1,5 +1,6 @@
 // Internal: whether a text holds a run of a secret, however little of it, in any case: such a text is dropped whole.
 
+import { memo } from "./_check.ts";
 import { CONTROLS } from "./_controls.ts";
 
 /** Runs of this many characters of a secret make a server text unusable. */
@@ -14,7 +15,7 @@ export const redactable = (value: string): boolean =>
 export function variants(secret: string): Set<string> {
   const spaced = secret.replace(CONTROLS, " ");
   const all = [secret, secret.trim(), spaced, spaced.trim()];
-  // Normalized by a server (NFC or NFD: alike on screen; r172b F2).
+  // Normalized by a server (NFC or NFD: alike on screen).
   return new Set(all.flatMap((v) => [v, v.normalize(), v.normalize("NFD")]));
 }
 
@@ -39,21 +40,14 @@ function* runsIn(texts: Iterable<string>) {
 }
 
 /**
- * Past this length of a secret, the text's runs are looked up in a set of the secret's: searching the text for each of
- * the secret's is quadratic (seconds for a 60 KB token in a 60 KB text). Shorter, the runtime's own search is faster
- * (measured side by side: equal at about 1,000).
+ * Past this length of a secret, the text's runs are looked up in a set of the secret's: searching for each is quadratic
+ * (seconds for a 60 KB token in a 60 KB text); shorter, the runtime's search is faster (equal at about 1,000).
  */
 const LONG_SECRET = 1000;
 
 /** The runs of each of a secret's variants, lower-cased: made once per secret (a few are in use at a time). */
-function runsOf(secret: string): Set<string> {
-  let runs = madeRuns.get(secret);
-  if (runs !== undefined) return runs;
-  runs = new Set(runsIn(variants(folded(secret))));
-  if (madeRuns.size >= 64) madeRuns.clear(); // a bound: tokens come and go
-  madeRuns.set(secret, runs);
-  return runs;
-}
+const runsOf = (secret: string): Set<string> =>
+  memo(madeRuns, secret, () => new Set(runsIn(variants(folded(secret)))), 64);
 const madeRuns = new Map<string, Set<string>>();
 
 /** What {@linkcode holdsAny} looks up: lower-cased runs of values, and the lengths they come in. */
@@ -63,9 +57,8 @@ export interface RunIndex {
 }
 
 /**
- * The runs of {@linkcode SECRET_RUN} characters of each variant of `values` (as read and composed, lower-cased), and a
- * value too short for one whole (8 to 11 characters, as read and composed): made once for any number of values, each
- * text's runs are then looked up once for all of them (a token answer may hold thousands: r223a F1).
+ * The runs of {@linkcode SECRET_RUN} characters of each variant of `values` (lower-cased), and a value of 8 to 11
+ * characters whole: made once for all values, so a text's runs are looked up once (an answer may hold thousands).
  */
 export function runIndex(values: readonly string[]): RunIndex {
   const runs = new Set<string>(), lengths = new Set<number>();
@@ -95,7 +88,7 @@ export function holdsAny(text: string, { runs, lengths }: RunIndex): boolean {
   return false;
 }
 
-/** `text` lower-cased, a final sigma as any other (its lower case hangs on what follows it: r230a F1). */
+/** `text` lower-cased, a final sigma as any other (its lower case hangs on what follows it). */
 function folded(text: string): string {
   return text.toLowerCase().replaceAll("ς", "σ");
 }

@@ -33,9 +33,8 @@ export const CONFIG_VARIABLES: {
 });
 
 /**
- * The variables read when set, for OAuth servers that differ from the
- * service: `PARTNER_API_TOKEN_BODY` (`json`, the default, or `form`) and
- * `PARTNER_API_CLIENT_AUTHENTICATION` (`body`, the default, or `basic`).
+ * The variables read when set, for OAuth servers that differ from the service: `PARTNER_API_TOKEN_BODY` (`json`, the
+ * default, or `form`) and `PARTNER_API_CLIENT_AUTHENTICATION` (`body`, the default, or `basic`).
  *
  * @example A token server that takes form bodies
  * ```ts
@@ -99,10 +98,7 @@ export interface PartnerApiConfig {
   readonly bodyFormat?: "json" | "form";
   /** `PARTNER_API_CLIENT_AUTHENTICATION`, when set: `basic` sends HTTP Basic. */
   readonly clientAuthentication?: "body" | "basic";
-  /**
-   * The variable each setting came from, for messages: a failed token request's `hint`, and a
-   * refused host's (an `ApiError` names `PARTNER_API_BASE_URL`, not `baseUrl`).
-   */
+  /** The variable each setting came from, for messages (an `ApiError` names `PARTNER_API_BASE_URL`, not `baseUrl`). */
   readonly settingNames?: {
     readonly baseUrl?: string;
     readonly pciBaseUrl?: string;
@@ -116,8 +112,7 @@ export interface PartnerApiConfig {
 }
 
 /**
- * Where variables come from: a record (e.g. a parsed `.env`), or a function
- * from name to value.
+ * Where variables come from: a record (e.g. a parsed `.env`), or a function from name to value.
  *
  * @example Reading from a secret manager's lookup
  * ```ts
@@ -137,8 +132,8 @@ export type EnvSource =
   | ((name: string) => string | undefined);
 
 /**
- * The error for variables that are missing or break a rule. It never holds a
- * value: a secret pasted into the wrong variable is the usual mistake.
+ * The error for variables that are missing or break a rule. It never holds a value: a secret pasted into the wrong
+ * variable is the usual mistake.
  *
  * @example Telling the operator what to set
  * ```ts
@@ -163,13 +158,12 @@ const CONTEXT = "Cannot read configuration";
 type ReadVariable = (name: string) => string | undefined;
 
 /**
- * Reads the six `PARTNER_API_*` variables (values trimmed), and the two
- * optional ones ({@linkcode CONFIG_OPTIONAL_VARIABLES}) when they are set.
+ * Reads the six `PARTNER_API_*` variables (values trimmed), and the two optional ones
+ * ({@linkcode CONFIG_OPTIONAL_VARIABLES}) when they are set.
  * @param env Where to read them; by default `Deno.env` or `process.env`.
- * @throws {TypeError} A {@linkcode ConfigError} naming every missing variable
- * (and a near miss that is set, e.g. `PARTNER_API_BASEURL`), or the variable
- * whose value breaks a rule of `defineEnvironment` or of its values, or is
- * no string (`"must be a string"`).
+ * @throws {TypeError} A {@linkcode ConfigError} naming every missing variable (and a near miss that is set, e.g.
+ * `PARTNER_API_BASEURL`), or the variable whose value breaks a rule of `defineEnvironment` or of its values, or is no
+ * string (`"must be a string"`).
  *
  * @example Naming what is missing
  * ```ts
@@ -246,10 +240,9 @@ function missingError(missing: string[], read: ReadVariable, env: EnvSource) {
     : Object.keys(env).filter((name) =>
       env[name] !== undefined && !KNOWN.includes(name)
     );
-  // Replaced characters for the first two missing only (about 800 reads), and none when nothing is set: a slow source
-  // read 5,109 names.
+  // Replaced characters for the first two missing only, none when nothing is set: a slow source read 5,109 names.
   const replaced = missing.length < Object.keys(CONFIG_VARIABLES).length;
-  // Each name set, once: for the missing variable nearest it (BASEURL alone was offered as 3 variables, r176a F3).
+  // Each name set, once: for the missing variable nearest it (BASEURL alone was offered as 3 variables).
   const meant = new Map<string, string[]>();
   missing.forEach((variable, i) => {
     const near = set === undefined
@@ -276,10 +269,8 @@ function closest(name: string, variables: readonly string[]): string[] {
 }
 
 /**
- * The usual typos of `variable` (a character dropped, doubled or swapped, and
- * with `replaced`, one after the prefix replaced) that are set, for a source
- * that cannot list its names (Deno without full --allow-env): about 100 reads
- * of a name, 500 with `replaced`.
+ * The usual typos of `variable` that are set (a character dropped, doubled or swapped, and with `replaced`, one after
+ * the prefix replaced), for a source that cannot list its names (Deno without full --allow-env): 100 reads, or 500.
  */
 function typosSet(
   variable: string,

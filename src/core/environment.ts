@@ -84,9 +84,8 @@ function checkBase(value: string | URL, field: string): URL {
 }
 
 /**
- * Validates and freezes an environment. `http:` is accepted only on loopback
- * (`localhost`, `127.0.0.0/8`, `[::1]`), for a local test server. Base
- * addresses get a trailing `/` so that relative paths resolve under them.
+ * Validates and freezes an environment. `http:` is accepted only on loopback (`localhost`, `127.0.0.0/8`, `[::1]`), for
+ * a local test server. Base addresses get a trailing `/` so that relative paths resolve under them.
  * @throws {TypeError} Naming the field (`option`): an address not absolute https
  * or holding credentials, a `baseUrl` not ending with `/api/`, an empty `audience`.
  *

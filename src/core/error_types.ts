@@ -122,9 +122,8 @@ export interface ApiErrorInit extends ErrorOptions {
 }
 
 /**
- * What kind of failure an `ApiError` is: no answer (`"network"`), none in
- * time (`"timeout"`), a non-2xx answer (`"status"`), or a 2xx page that is
- * not JSON, holds no items, too many, or is too large (`"malformed"`).
+ * What kind of failure an `ApiError` is: no answer (`"network"`), none in time (`"timeout"`), a non-2xx answer
+ * (`"status"`), or a 2xx page that is not JSON, holds no items, too many, or is too large (`"malformed"`).
  *
  * @example Retrying later only what may pass later
  * ```ts

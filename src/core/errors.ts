@@ -1,7 +1,6 @@
 /**
- * Typed errors for what the token endpoint and the API answer. None holds the
- * client secret or an access token, in its message, a property or `cause`; the
- * raw `Response` is a non-enumerable `response`, so logging never prints it.
+ * Typed errors for what the token endpoint and the API answer. None holds the client secret or an access token, in its
+ * message, a property or `cause`; the raw `Response` is a non-enumerable `response`, so logging never prints it.
  *
  * @example Telling a quota stop from other token failures
  * ```ts
@@ -43,8 +42,7 @@ function hideResponse(target: Error, response: Response | undefined): void {
 }
 
 /**
- * The base of every error this module raises about the service: decide on
- * `reason`, never on the message.
+ * The base of every error this module raises about the service: decide on `reason`, never on the message.
  *
  * @example Handling every failure of the service in one place
  * ```ts
@@ -99,9 +97,8 @@ export class TokenRequestError extends PartnerApiError {
   /** The quota the refusal reported, when it did (a 401 or 400 may). */
   readonly quota?: readonly QuotaBucket[];
   /**
-   * What to check, for a person (the message ends with it too): settings by
-   * their configured names, or the URL; for a 401 or 403 also an audience and a
-   * token URL of two environments. Never a credential; absent if none can help.
+   * What to check, for a person (the message ends with it too): settings by their configured names, or the URL; for a
+   * 401 or 403 also an audience and a token URL of two environments. Never a credential; absent if none can help.
    */
   readonly hint?: string;
   /** What kind of failure this is: decide on it, not on the message. */

@@ -23,9 +23,8 @@ export type * from "./api_events.ts";
 export type * from "./rate_events.ts";
 
 /**
- * Every event `onEvent` receives; `type` tells them apart. Events are frozen
- * and never hold a secret or a token; with no listener none is built, and what
- * a listener throws is ignored. See docs/events.md.
+ * Every event `onEvent` receives; `type` tells them apart. Events are frozen and never hold a secret or a token; with
+ * no listener none is built, and what a listener throws is ignored. See docs/events.md.
  *
  * @example Telling events apart
  * ```ts

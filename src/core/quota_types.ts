@@ -26,10 +26,9 @@ export interface QuotaBucket {
 }
 
 /**
- * The `reason` of `parseQuotaHeader`'s `SyntaxError`: a bucket lacks one of `b`,
- * `q`, `r`, `t`, or names none (`"missing-key"`), a pair has no `=`, or a pair of
- * those four a second (`"missing-equals"`), a number is not a non-negative safe
- * integer, empty too (`"bad-number"`), a key appears twice (`"repeated-key"`).
+ * The `reason` of `parseQuotaHeader`'s `SyntaxError`: a bucket lacks one of `b`, `q`, `r`, `t`, or names none
+ * (`"missing-key"`), a pair has no `=`, or a pair of those four a second (`"missing-equals"`), a number is not a
+ * non-negative safe integer, empty too (`"bad-number"`), a key appears twice (`"repeated-key"`).
  *
  * @example Deciding on the reason
  * ```ts

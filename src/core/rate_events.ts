@@ -31,9 +31,8 @@ export interface RateWaitEvent {
 }
 
 /**
- * A fleet rate limiter lost its store (failed, too slow, or the window gone):
- * until it answers again, this process paces alone at its last known share of
- * the limit (half before the store ever answered), never the whole.
+ * A fleet rate limiter lost its store (failed, too slow, or the window gone): until it answers again, this process
+ * paces alone at its last known share of the limit (half before the store ever answered), never the whole.
  *
  * @example The process paces alone while Redis is away
  * ```ts
@@ -79,8 +78,7 @@ export interface RateDegradedEvent {
 }
 
 /**
- * A fleet rate limiter takes from its store again after `rate.degraded`,
- * having written back what it sent meanwhile.
+ * A fleet rate limiter takes from its store again after `rate.degraded`, having written back what it sent meanwhile.
  *
  * @example A line per change of pace
  * ```ts

@@ -20,8 +20,7 @@ export interface RateLimit {
 }
 
 /**
- * Paces requests; one limiter can be shared by several clients of a
- * process, which then share the limit.
+ * Paces requests; one limiter can be shared by several clients of a process, which then share the limit.
  *
  * @example Two clients sharing one limit
  * ```ts
@@ -45,19 +44,17 @@ export interface RateLimiter {
   /** The limit it keeps. */
   readonly limit: RateLimit;
   /**
-   * Takes a slot for one request: its ticket now, else a promise of it in turn
-   * (live callers before `"low"` ones, by `RequestInit.priority`, which a
-   * limiter of your own may ignore), rejected with the signal's reason if it
-   * aborts first. Hand the ticket to {@linkcode RateLimiter.answered}.
+   * Takes a slot for one request: its ticket now, else a promise of it in turn (live callers before `"low"` ones, by
+   * `RequestInit.priority`, which a limiter of your own may ignore), rejected with the signal's reason if it aborts
+   * first. Hand the ticket to {@linkcode RateLimiter.answered}.
    */
   take(
     signal?: AbortSignal,
     priority?: "high" | "low" | "auto",
   ): number | Promise<number>;
   /**
-   * Tells the limiter the request of `ticket` was answered (or failed, or was
-   * never sent): the service may count a request until its answer, so a slot
-   * counts from it, and one never answered stays taken.
+   * Tells the limiter the request of `ticket` was answered (or failed, or was never sent): the service may count a
+   * request until its answer, so a slot counts from it, and one never answered stays taken.
    */
   answered(ticket: number): void;
   /**

@@ -6,9 +6,8 @@ import { REDACTED, shownAs } from "./_redact.ts";
 import { fieldsOf } from "./_check.ts";
 
 /**
- * A token as issued, frozen. Inspection and `JSON.stringify` show `accessToken`
- * as `[redacted]`; a spread, `Object.entries` or `structuredClone` leaves it
- * out (not enumerable); `token.accessToken` still gives it.
+ * A token as issued, frozen. Inspection and `JSON.stringify` show `accessToken` as `[redacted]`; a spread,
+ * `Object.entries` or `structuredClone` leaves it out (not enumerable); `token.accessToken` still gives it.
  *
  * @example Sending a token, and logging it safely
  * ```ts

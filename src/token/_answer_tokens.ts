@@ -5,10 +5,9 @@ import { redactable } from "../core/_secret_runs.ts";
 import { tried } from "../core/_check.ts";
 
 /**
- * The values of `access_token`, `refresh_token` and `id_token` in `text` (cut short too: r172d F3) or in JSON it quotes
- * (`\"` or `\u0022` for its quotes), a name's characters as `\u00XX` too (r217b F1, r220a F3), each value read once,
- * as JSON reads it (r221a F1). All of them: a cap let decoys push the real one out (r224a F1); one redactor is made
- * for all of them (one each cost 50 s for 2,400 in 62 KB: r223a F1).
+ * The values of `access_token`, `refresh_token` and `id_token` in `text` (cut short too) or in JSON it quotes (`\"` or
+ * `\u0022` for its quotes), a name's characters as `\u00XX` too, each read once as JSON reads it. All of them: a cap
+ * let decoys push the real one out (one redactor is made for all: one each cost 50 s for 2,400 in 62 KB).
  */
 export function answerTokens(text: string, depth = 0): string[] {
   const unquoted = text.replace(/\\(["\\])/g, "$1");
@@ -16,7 +15,7 @@ export function answerTokens(text: string, depth = 0): string[] {
   const texts = [text, unquoted, unescaped];
   const found = texts.flatMap((it) => [...it.matchAll(TOKEN_FIELD)]);
   const values = found.map((match) => tried(() => JSON.parse(match[1]!)));
-  // JSON quoted in a string of the answer, twice or with escapes mixed (`\u0022` and `\"`: r223a F2), read as parsed.
+  // JSON quoted in a string of the answer, twice or with escapes mixed (`\u0022` and `\"`), read as parsed.
   const nested = depth < MAX_DEPTH
     ? quotedJson(text).flatMap((quoted) => answerTokens(quoted, depth + 1))
     : [];
@@ -51,7 +50,7 @@ const spelled = (word: string) =>
     return `(?:${char}|\\\\u${hex})`;
   }).join("");
 
-/** A token field's name, then its string value: a name first (one pattern for any name took 6 s on 64 KiB: r222a F1). */
+/** A token field's name, then its string value: a name first (one pattern for any name took 6 s on 64 KiB). */
 const TOKEN_FIELD = new RegExp(
   `"(?:${["access", "refresh", "id"].map(spelled).join("|")})${
     spelled("_token")

@@ -26,16 +26,11 @@ import { backoffFrom, timeoutFrom } from "../core/_attempt_loop.ts";
 import type { TokenProviderOptions, TokenRequestOptions } from "./types.ts";
 import type { TokenStore } from "../store/types.ts";
 
+type Setting = keyof NonNullable<TokenRequestOptions["settingNames"]>;
 /** The settings a hint can name. */
-const SETTINGS = [
-  "clientId",
-  "clientSecret",
-  "audience",
-  "tokenUrl",
-  "bodyFormat",
-  "clientAuthentication",
-] as const;
-type Setting = typeof SETTINGS[number];
+const SETTINGS = optionNames<Record<Setting, unknown>>()(
+  "clientId clientSecret audience tokenUrl bodyFormat clientAuthentication",
+) as readonly Setting[];
 
 /** Everything needed to send token requests; it holds the secret, so it never leaves the token modules. */
 export type TokenEndpoint = Readonly<ReturnType<typeof tokenEndpoint>>;
@@ -105,7 +100,7 @@ function endpointOf(
     now: requireClock(options.now, context) ?? Date.now,
     quotaHeader: headerName(options.quotaHeader ?? QUOTA_HEADER, context),
     timeout: timeoutFrom(options.timeout, context),
-    /** What each setting is called where the reader configured it, for hints: one given the secret hides it (r172b F6). */
+    /** What each setting is called where the reader configured it, for hints: one given the secret hides it. */
     names: namesOf(options.settingNames, secret, context),
   };
 }
@@ -150,8 +145,7 @@ function tokenUrlOf(value: unknown, secret: string, context: string): URL {
 export type ProviderConfig = Readonly<ReturnType<typeof providerConfig>>;
 
 const CONTEXT = "Cannot create token provider";
-// An environment spread in (`{ ...api.environment, ...api.credentials }`, as the examples write) is taken: its bases
-// go unread.
+// An environment spread in (`{ ...api.environment, ...api.credentials }`, as the examples write) is taken, bases unread.
 const PROVIDER_OPTIONS = optionNames<
   TokenProviderOptions & Partial<Environment>
 >()(
@@ -198,8 +192,7 @@ function storeOf(store: TokenStore | undefined) {
   const isStore = is(get) && is(set) && [update, coordinate]
     .every((f) => f === undefined || is(f));
   // Deno.Kv's own methods: a store of the user's may well have an `atomic`.
-  const isKv = typeof atomic === "function" &&
-    typeof listenQueue === "function";
+  const isKv = is(atomic) && is(listenQueue);
   if (store === undefined || (isStore && !isKv)) return store;
   const rule =
     "must be a TokenStore, with get and set, and update and coordinate functions if any (a Deno KV database: createKvTokenStore(kv))";

@@ -15,10 +15,7 @@ import { given } from "../core/_check.ts";
 /** What a hint is made from: the endpoint's names, address and audience, never its secret. */
 type HintSource = Pick<TokenEndpoint, "names" | "where" | "url" | "audience">;
 
-/**
- * What to check after this failure; `undefined` when no setting can help (a
- * 5xx, a timeout, the quota). A refused permission comes first, as the flag.
- */
+/** What to check after this failure (a refused permission first, as the flag); none when no setting can help. */
 export function tokenHint(
   source: HintSource,
   failure: Pick<TokenRequestErrorInit, "reason" | "status" | "cause">,
@@ -52,10 +49,7 @@ export function tokenHint(
 const TEST_ENVIRONMENT =
   /(?:^|[^a-z])(?:sandbox|staging|stage|test|testing|dev|uat|qa|preprod)(?:[^a-z]|$)/i;
 
-/**
- * When the audience and the token URL's host look like a sandbox's and
- * production's: sandbox credentials sent to production fail like a wrong secret.
- */
+/** When the audience and token URL look like a sandbox's and production's: such credentials fail like a wrong secret. */
 function otherEnvironment(source: HintSource): string {
   const kind = (text: string) =>
     TEST_ENVIRONMENT.test(text) ? "a sandbox's" : "production's";
@@ -93,10 +87,7 @@ export function repeatedFailure(
   );
 }
 
-/**
- * A copy of `cause` of its class with its own fields (read as they are: no getter runs), so a caller that changes the
- * cause it got changes no other caller's (r169b F5: every cooldown copy shared one).
- */
+/** A copy of `cause`, its class and own fields (no getter runs): a caller changing its cause changes no other's. */
 function copied(cause: unknown): unknown {
   if (cause === null || typeof cause !== "object") return cause;
   const fields = Object.getOwnPropertyDescriptors(cause);
@@ -107,9 +98,8 @@ function copied(cause: unknown): unknown {
 }
 
 /**
- * The failure to keep after `error` to a request sent the endpoint's way, its cooldown escalated from the later of
- * the `earlier` failures known (the provider's own, a refusal of another way read from the store).
- * None for a request the runtime refused (no permission): never sent, it needs
+ * The failure to keep after `error`, its cooldown escalated from the latest of the `earlier` ones (the provider's own,
+ * another way's refusal from the store). None for a request the runtime refused (no permission): never sent, it needs
  * no rest, and a fleet must not wait for one process's missing flag.
  */
 export function failureRecord(
@@ -134,9 +124,8 @@ export function failureRecord(
 }
 
 /**
- * The way a refusal holds: its own after a 400 or 415, unless it follows a refusal of another way (or of every way)
- * within the escalation's reach: both ways are refused, so it holds every way (the record keeps one cooldown: held
- * per way, fresh processes sending by turns each overwrote the other's and sent every time).
+ * The way a refusal holds: its own after a 400 or 415, unless it follows another way's within the escalation's reach:
+ * then every way (the record keeps one cooldown: per way, processes sending by turns overwrote each other's).
  */
 function refusedWay(
   status: number,
@@ -158,9 +147,8 @@ function refusesWay(status: number | undefined): boolean {
 }
 
 /**
- * `record` as a provider that sends `way` reads it, and the refusal it does not heed: a 400's or 415's to a request
- * sent another way holds no cooldown here (following the hint, a user changes the way; a fleet member configured apart
- * is not held by another's mistake).
+ * `record` as a provider sending `way` reads it, and the refusal it does not heed: a 400's or 415's of another way
+ * (following the hint, a user changes the way; a fleet member configured apart is not held by another's mistake).
  */
 export function forWay(record: TokenRecord, way: string) {
   const { failure, ...rest } = record;

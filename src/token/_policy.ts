@@ -50,9 +50,8 @@ export interface CachedToken {
 const STEP_SLACK = 1_000;
 
 /**
- * `cached` with its times at the earlier of its two expiries, read at the clocks now (`wall`, `steady`): the wall
- * clock's (a host suspended, which the steady clock does not count) and the steady clock's (a wall clock stepped back
- * while the token was on its way or held). Itself when that is where they stand.
+ * `cached` with its times at the earlier of its expiries on the `wall` clock (a host suspended, which the steady clock
+ * misses) and the `steady` one (a wall clock stepped back meanwhile); itself when that is where they stand.
  */
 export function timesAfterStep(
   cached: CachedToken,
@@ -80,8 +79,8 @@ export function seenHere(
   cached: CachedToken | undefined,
 ): TokenRecord {
   const stored = record.token;
-  // The same issuance: a token handed out again (an endpoint that caches its tokens) comes with a lifetime of its own,
-  // which these times hid (every call after the first lifetime spent a request and failed 'malformed': r150 H6).
+  // The same issuance only: a token handed out again (an endpoint caching tokens) has a lifetime of its own, which
+  // these times hid (every call after the first lifetime failed 'malformed').
   const same = cached !== undefined && stored !== undefined &&
     stored.accessToken === cached.token.accessToken &&
     stored.expiresAt === cached.token.expiresAt;
@@ -183,9 +182,8 @@ export function flightBudget(
 
 /**
  * When a token request may pass again after a 429: the later of `Retry-After` and the exhausted buckets' reset, or
- * either alone (`quotaResetAfter`), else a minute; never less than {@linkcode FIRST_COOLDOWN} (a 429 asking no wait,
- * `Retry-After: 0` or `t=0`, was asked again at the callers' rate: r216a F2, 50 requests in 2 s), never more than
- * {@linkcode MAX_QUOTA_BLOCK} from `now`.
+ * either alone, else a minute; from {@linkcode FIRST_COOLDOWN} (a 429 asking no wait was asked again at the callers'
+ * rate) to {@linkcode MAX_QUOTA_BLOCK}.
  */
 export function quotaRetryAt(
   retryAfter: number | undefined,
@@ -231,9 +229,8 @@ export function settles(
 }
 
 /**
- * What a record knows that the provider does not (`known`: what it knows, as far as a record can add to it): a later
- * token, a block still in force, a newer quota. A later token without a block lifts the provider's block: the quota
- * has reset for whoever got it.
+ * What a record knows beyond `known`: a later token, a block still in force, a newer quota. A later token without a
+ * block lifts the provider's block: the quota has reset for whoever got it.
  */
 export function newerFromRecord(
   record: TokenRecord,

@@ -56,10 +56,7 @@ export type TokenOutcome =
   | { readonly token: IssuedToken; readonly error?: undefined }
   | { readonly error: unknown; readonly token?: undefined };
 
-/**
- * After each attempt: a failure worth another (`isRetryable`) is retried while
- * retries last, after `Retry-After` (up to `maxRetryAfter`) or a jittered backoff.
- */
+/** A retryable failure is retried while retries last, after `Retry-After` (to `maxRetryAfter`) or a jittered wait. */
 export function nextTokenStep(
   outcome: TokenOutcome,
   retries: number,
@@ -83,10 +80,7 @@ export function nextTokenStep(
 /** What a token request needs besides the endpoint. */
 type TokenSending = Pick<ProviderConfig, "backoff" | "random" | "onEvent">;
 
-/**
- * One token request with its retries; `beforeSend` is called as each attempt goes out, and what it returns (a quota
- * block's refusal: another flight's 429) is thrown in place of sending it.
- */
+/** A token request with retries; what `beforeSend` returns as an attempt goes out (a quota block) is thrown instead. */
 export function requestWithRetries(
   endpoint: TokenEndpoint,
   sending: TokenSending,
@@ -158,10 +152,7 @@ export async function tokenAttempt(
   }
 }
 
-/**
- * Sends the request (`reason: "network"` without an answer). Never follows a
- * redirect: it would carry the secret to an address nobody checked.
- */
+/** Sends the request (`reason: "network"` without an answer); no redirect is followed: it would carry the secret. */
 async function sendTokenRequest(endpoint: TokenEndpoint, signal: AbortSignal) {
   const send = endpoint.fetch;
   try {
@@ -219,18 +210,16 @@ export function processTokenAnswer(
   sentAt: number,
 ): IssuedToken {
   const body = jsonObject(text);
-  // An answer refused or malformed may hold a token all the same: its texts and headers hide it (r172b F1).
+  // An answer refused or malformed may hold a token all the same: its texts, headers and buckets' names hide it.
   const seen = answering(endpoint, text);
   const header = response.headers.get(endpoint.quotaHeader);
-  // Hidden from the buckets' names too, on a success: the token it issues (r216a F1: `b=<token>` reached the token,
-  // its events and snapshots).
   const quota = serverBuckets(header, seen.secrets);
   if (!response.ok) throw refusal(seen, response, text, quota);
   const malformed = (problem: string) =>
     failure(
       seen,
       `${CONTEXT}: the answer from ${endpoint.where} ${problem}`,
-      { status: response.status, reason: "malformed", response, quota }, // a token paid for (r169b F7)
+      { status: response.status, reason: "malformed", response, quota }, // a token paid for
     );
   if (body === undefined) throw malformed("is not JSON");
   const { access_token: accessToken, expires_in, token_type } = body;
@@ -337,10 +326,7 @@ function causeText(error: unknown, endpoint: TokenEndpoint): string {
   return ` (${describeCause(error, endpoint.secrets)})`;
 }
 
-/**
- * `expires_in` as seconds: a number, or digits (some servers send `"3599"`);
- * absent (optional, RFC 6749 5.1): an hour; else `NaN`, which no check accepts.
- */
+/** `expires_in` in seconds: a number or digits (`"3599"`); absent (RFC 6749 5.1), an hour; else `NaN`, refused. */
 function lifetime(value: unknown): number {
   if (value === undefined) return DEFAULT_EXPIRES_IN;
   if (typeof value === "number") return value;
@@ -354,10 +340,7 @@ function jsonObject(text: string): Record<string, unknown> | undefined {
   return tried(() => fieldsOf(JSON.parse(text)));
 }
 
-/**
- * The header's buckets, names cleaned of `secrets` as server text is (r168b F4: a name quoting the secret reached
- * events, snapshots and errors), control and invisible characters as `\uXXXX` (they reach logs and terminals).
- */
+/** The header's buckets, names cleaned of `secrets` as server text, controls and invisibles as `\uXXXX` (for logs). */
 function serverBuckets(
   value: string | null,
   secrets: readonly Secret[],

@@ -233,11 +233,10 @@ export class CachingTokenProvider implements TokenProvider {
           },
         );
         if (this.#now() >= tokenTimes(token, undefined).usableUntil) {
-          // Too late to use (slow, or suspended): a failure that cools the fleet down (r168b F5: a token a call).
+          // Too late to use (slow, or suspended): a failure that cools the fleet down (else a token a call).
           thrown = expiredOnArrival();
           return { ...this.#failed(thrown), ...this.#quotaRecord(token.quota) };
         }
-        // A success forgets the failures before it.
         this.#failure = this.#otherWay = undefined;
         this.#cache.requested(token);
         // Without a store the token is kept as built: nothing copies it.
@@ -281,7 +280,7 @@ export class CachingTokenProvider implements TokenProvider {
     const cooldown = failureRecord(error, earlier, this.#config, at);
     if (cooldown === undefined) throw error; // never sent: no permission
     this.#local.mark(cooldown.until, at);
-    // Copied now: a caller may change the one it gets (r168b F10: a handler's status); later callers' copies stay true.
+    // Copied now: a caller may change the one it gets (a handler's status); later callers' copies stay true.
     const kept = repeatedFailure(cooldown, error, this.#config.endpoint);
     this.#failure = { cooldown, error: kept };
     return { failure: cooldown };
@@ -300,7 +299,7 @@ export class CachingTokenProvider implements TokenProvider {
     // Another process's failure, read from the store: its cooldown holds here.
     const failedUntil = this.#local.read(this.#failure?.cooldown.until, now);
     if (now < (failedUntil ?? -Infinity)) throw this.#failureError();
-    // Its lifetime ran out on the way (the store's round trips too): a failure that cools down (r169b F6).
+    // Its lifetime ran out on the way (the store's round trips too): a failure that cools down.
     const late = expiredOnArrival();
     this.#failed(late);
     await this.#store.save(this.#record()); // the fleet's cooldown too

@@ -7,9 +7,8 @@ import { readsMonotoneClock } from "../core/_clock.ts";
 import type { IssuedToken } from "../core/token_values.ts";
 
 /**
- * The steady expiry of each token this process's providers requested, by fingerprint, while it lasts: a provider on
- * the system's clocks taking one from a store shared in the process (a memory store) reads it as the requester does,
- * not from a wall clock that may have stepped back since it was stored.
+ * The steady expiry of each token this process's providers requested, by fingerprint: another provider taking it from
+ * a store shared in the process reads it as the requester does, not from a wall clock that may have stepped back.
  */
 const SENT = new Map<string, number>();
 

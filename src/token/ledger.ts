@@ -63,9 +63,8 @@ export function unauthorizedVerdict(
     (current.expiresAt ?? Infinity) >= (refused.expiresAt ?? -Infinity)
   ) return "retry";
   if (renewal === undefined) return "renew";
-  // The fleet renewed this very token, or one issued clearly later (a refresh cycle, not seconds: expiry times come
-  // from each member's clock, which may differ by the fleet's slack, and a clock ahead made every 401 a token): one is
-  // on its way.
+  // The fleet renewed this very token, or one issued clearly later (beyond the fleet's clock slack: a member's clock
+  // ahead made every 401 a token): one is on its way.
   const older = (refused.expiresAt ?? -Infinity) + FLEET_CLOCK_SLACK <
     renewal.expiresAt;
   const renewed = renewal.token === tokenFingerprint(refused.accessToken);
@@ -95,10 +94,7 @@ export function renewedRecord(
   };
 }
 
-/**
- * {@linkcode onUnauthorized} over any provider, `true` for "renew" (its token invalidated): a client's ledger for a
- * provider without `reportUnauthorized`.
- */
+/** {@linkcode onUnauthorized} over any provider (`true`: renewed): a client's ledger without `reportUnauthorized`. */
 export function renewalLedger(
   now: () => number,
   invalidate: (accessToken: string) => void | Promise<void>,

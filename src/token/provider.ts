@@ -108,8 +108,7 @@ export function createTokenProvider(
   options: TokenProviderOptions,
 ): TokenProvider {
   const config = providerConfig(options);
-  // A plain TokenStore (get and set) is the contract: the access that keys, checks and coordinates records comes with
-  // every provider.
+  // A plain TokenStore is the contract: every provider brings the access that keys, checks and coordinates records.
   const access = new StoreAccess(config.store, config.endpoint);
   const provider = new CachingTokenProvider(config, access);
   providerSecrets.set(provider, config.endpoint.secrets);
