@@ -120,7 +120,7 @@ class ApiRequest<T>
       ? { ...given, priority: context.priority }
       : given;
     const { method = "GET" } = init;
-    // One that is no text as fetch reads it: refused below, in fetch's words (r168b F3). Text, as it comes (hot path).
+    // One that is no text as fetch reads it: refused below, in fetch's words. Text, as it comes (hot path).
     const text = typeof method === "string" ? method : tried(() => `${method}`);
     this.method = (text ?? "").toUpperCase();
     this.replayable = isReplayable(init.body);
@@ -331,7 +331,7 @@ function attempted(
 
 /**
  * A redirect's target, unless it holds the token or the client's credentials (in any form events hide): followed, it
- * sent them to the API host in its path, and Deno's own fetch span exported them (r178b F3). The 3xx is then the answer.
+ * sent them to the API host in its path, and Deno's own fetch span exported them. The 3xx is then the answer.
  */
 function secretFree(to: URL | undefined, request: ApiRequest<unknown>) {
   if (to === undefined) return undefined;
