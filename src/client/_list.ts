@@ -55,7 +55,7 @@ function walkUnder<T>(
   // it as createClient's checks do (its id and audience may be a base's words: they stay).
   try {
     return secretOutOfChecks(clientSecret(context), () => {
-      // A string is refused, not walked with the defaults; `querry` is named with its nearest (review r181 R1).
+      // A string is refused, not walked with the defaults; `querry` is named with its nearest.
       requireKnownOptions(options, LIST_OPTIONS, CONTEXT);
       const { items: pick, query, ...pageOptions } = options;
       const url = resolveUnder(base, path, CONTEXT);

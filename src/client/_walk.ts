@@ -265,8 +265,7 @@ export function pageConfig<T>(options: PaginateOptions<T>) {
   return {
     limit: positiveInteger(options.limit, 50, "limit"),
     firstPage,
-    // No page past the largest number a request can name exactly: past it `nextPage++` stood still, asking one page
-    // for ever (r216b F1).
+    // No page past the largest number a request can name exactly: past it `nextPage++` stood still, for ever.
     lastPage: Math.min(
       firstPage + countLimit(options.maxPages, "maxPages") - 1,
       Number.MAX_SAFE_INTEGER,
