@@ -51,8 +51,8 @@ function walkUnder<T>(
   path: string,
   options: ListOptions<T>,
 ) {
-  // A secret pasted into an option, or the path, is echoed as any value is (cut, too): the client knows it, and hides
-  // it as createClient's checks do (its id and audience may be a base's words: they stay).
+  // A secret pasted into an option, or the path, is hidden as createClient's checks hide it (its id and audience may
+  // be a base's words: they stay).
   try {
     return secretOutOfChecks(clientSecret(context), () => {
       // A string is refused, not walked with the defaults; `querry` is named with its nearest.

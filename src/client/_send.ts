@@ -125,9 +125,8 @@ class ApiRequest<T>
     this.method = (text ?? "").toUpperCase();
     this.replayable = isReplayable(init.body);
     this.target = exchange.url;
-    // What fetch cannot send costs no token and no slot: a priority fetch lacks (Node 20's Request takes any), a GET
-    // or HEAD with a body, a method, header, mode... a Request refuses (as this runtime judges; a body is read once,
-    // so one of another method is left out of the check).
+    // What fetch cannot send costs no token and no slot: a priority fetch lacks, a GET or HEAD with a body, what a
+    // Request refuses (as this runtime judges; a body is read once, so one of another method is left out of the check).
     checkPriority(this.init.priority, "auto", exchange.context);
     const bodyless = this.method === "GET" || this.method === "HEAD";
     const checked = init.body != null && bodyless
@@ -408,9 +407,8 @@ async function waitFor(
 ) {
   const { listener, context, signal } = request;
   const started = listener === undefined ? 0 : context.now();
-  // A limiter of the user's may not hear the signal: the caller's abort ends the wait anyway, and a slot granted
-  // after it is answered at once (never sent), as the limiter's API asks of a ticket never used. This library's line
-  // hears it, with one listener per signal (one each here would make N callers leaving on one abort cost O(N²)).
+  // A limiter of the user's may not hear the signal: the caller's abort ends the wait anyway, and a slot granted after
+  // it is answered at once (never sent). This library's line hears it, one listener per signal (not O(N²) on abort).
   request.ticket = await (hearsSignal(slot) ? slot : raceAbort(
     slot,
     signal,
