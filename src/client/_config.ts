@@ -89,10 +89,7 @@ function checkedConfig(options: ClientOptions) {
       ...own,
       tokenProvider,
       deadlines: new SharedDeadlines(timeout, now),
-      /**
-       * The provider's 401 ledger, shared by its clients (for a user's provider without one, the client's own): whether
-       * a 401 to this token may cost a fresh one (then invalidated).
-       */
+      /** Whether a 401 to this token may cost a fresh one: its provider's ledger, else the client's own. */
       renewAfterUnauthorized:
         typeof tokenProvider.reportUnauthorized === "function"
           ? (token: string) => tokenProvider.reportUnauthorized!(token)

@@ -271,10 +271,7 @@ function pageBody(page: Answered, text: string): unknown {
   }
 }
 
-/**
- * For a 404: the path to check, beside the lists the service has; for a 401, renewed or not, why no more tokens were
- * tried (the ledger allows one fresh token an hour: the service revokes none early).
- */
+/** What to check after a 404 (the path), or a 401 (why no more tokens were tried: one fresh token an hour). */
 function whatToCheck({ url, response }: Answered): string {
   const refused =
     "(the token was refused; a fresh one is asked for after a 401 once an hour at most: check the client's access to the path, or clear the token cache after a fake restarted)";

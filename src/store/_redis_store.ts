@@ -120,10 +120,7 @@ export class RedisTokenStore extends LeaseStore<string, Seen, Seen> {
     };
   }
 
-  /**
-   * Blocks until `holder` lets the lease go (an entry on its stream), at most `ms` and `pollInterval`: the record
-   * published, if any. One wait holds the connection; others meanwhile poll.
-   */
+  /** Blocks (one wait at a time; others poll) until `holder` lets the lease go, at most `ms`: the record published. */
   async #waitOn(
     blocking: RedisCommand,
     key: string,

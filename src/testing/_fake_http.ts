@@ -155,10 +155,7 @@ export async function faultyAnswer(
   }
 }
 
-/**
- * A 200 answer whose connection is cut after a few bytes of its body: the stream errors, which every server takes for
- * a cut (a close short of `content-length` only Deno did).
- */
+/** A 200 whose body stream errors after a few bytes: every server takes that for a cut (a short body only Deno did). */
 function droppedAnswer(start: string): Response {
   let sent = false;
   return new Response(
