@@ -246,8 +246,7 @@ class ApiRequest<T>
   ): Next<T> | Promise<Next<T>> {
     if (response === undefined) {
       this.signal?.throwIfAborted();
-      // The runtime refused the host: no retry can pass, and its own words name no host. The error says the flag to
-      // add first, or the `--deny-net` to remove.
+      // The runtime refused the host: no retry can pass; the error names the flag to add, or the `--deny-net` to remove.
       if (isPermissionError(this.failure)) {
         const url = displayUrl(this.target);
         const setting = this.exchange.kind === "api" ? "baseUrl" : "pciBaseUrl";
@@ -267,8 +266,7 @@ class ApiRequest<T>
       const bad = typeError && this.replayable ? initFault(this) : undefined;
       if (bad !== undefined) return { do: "fail", error: bad };
     } else if (response.status === 429) {
-      // The service counts more than this limiter saw (other processes): no request before the
-      // window has room. A Retry-After is the retry's own wait.
+      // The service counts more than this limiter saw (other processes); a Retry-After is the retry's own wait.
       this.context.rateLimiter?.refused();
     }
     const step = nextStep(attempted(this, response), this, this.context.retry);
@@ -328,10 +326,7 @@ function attempted(
   };
 }
 
-/**
- * A redirect's target, unless it holds the token or the client's credentials (in any form events hide): followed, it
- * sent them to the API host in its path, and Deno's own fetch span exported them. The 3xx is then the answer.
- */
+/** A redirect's target, unless it holds the token or a credential (following sent them on): the 3xx is then the answer. */
 function secretFree(to: URL | undefined, request: ApiRequest<unknown>) {
   if (to === undefined) return undefined;
   const shown = to.pathname + to.search;

@@ -123,10 +123,7 @@ export function scriptReply(name: ScriptName, reply: unknown): unknown {
   throw typeError("Redis token store", "command", rule, typeOf(reply));
 }
 
-/**
- * The holder a lease's GET names, if any. Another text fails at once, as `scriptReply`'s: "QUEUED" taken for a holder
- * made every caller wait out its budget, then spend a token each.
- */
+/** The holder a lease's GET names, if any; another text fails at once, as `scriptReply`'s ("QUEUED" cost a token each). */
 export function leaseHolder(reply: unknown): string | undefined {
   const holder = text(reply);
   if (holder === undefined || LEASE_VALUE.test(holder)) return holder;
