@@ -79,7 +79,7 @@ function keyPartBytes(part: unknown): number {
 
 /** A {@linkcode TokenStore} on Deno KV that coordinates a fleet with leases. */
 export class KvTokenStore
-  extends LeaseStore<Deno.KvKey, Deno.AtomicCheck, Entries> {
+  extends LeaseStore<Deno.KvKey, Deno.AtomicCheck[], Entries> {
   readonly #kv: Deno.Kv;
   readonly #config: FleetStoreConfig;
   /** Per key, how long (steady clock) its lease has been seen as it is. */
@@ -140,10 +140,10 @@ export class KvTokenStore
         if (renewed.ok) lease.versionstamp = renewed.versionstamp;
       },
       read: () => this.current(key, names.record),
-      publish: async (record: TokenRecord, entry: Deno.AtomicCheck) => {
+      publish: async (record: TokenRecord, seen: Deno.AtomicCheck[]) => {
         const letGo = (write: Deno.AtomicOperation) => write.delete(lease.key);
-        const checks = [lease, entry];
-        if (await this.#commit(key, names.record, record, checks, letGo)) {
+        const checks = [lease, ...seen];
+        if (await this.swap(key, names.record, record, checks, letGo)) {
           return true;
         }
         // Refused: the lease was lost, or another write landed first (read again).
@@ -158,17 +158,8 @@ export class KvTokenStore
     };
   }
 
-  protected override swap(
-    key: string,
-    name: Deno.KvKey,
-    record: TokenRecord,
-    entry: Deno.AtomicCheck,
-  ): Promise<boolean> {
-    return this.#commit(key, name, record, [entry]);
-  }
-
   /** Writes `record` sealed under `name` if `checks` hold, `also` in the same commit; whether it landed. */
-  #commit(
+  protected override swap(
     key: string,
     name: Deno.KvKey,
     record: TokenRecord,
@@ -188,10 +179,10 @@ export class KvTokenStore
   protected override async current(
     key: string,
     name: Deno.KvKey,
-  ): Promise<[TokenRecord | undefined, Deno.KvEntryMaybe<SealedRecord>]> {
+  ): Promise<[TokenRecord | undefined, Deno.AtomicCheck[]]> {
     const floor = this.seals.floor(key);
     const entry = await unlocked(() => this.#kv.get<SealedRecord>(name));
-    return [await this.#open(key, entry.value, floor), entry];
+    return [await this.#open(key, entry.value, floor), [entry]];
   }
 
   /**
