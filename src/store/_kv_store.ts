@@ -81,7 +81,6 @@ function keyPartBytes(part: unknown): number {
 export class KvTokenStore
   extends LeaseStore<Deno.KvKey, Deno.AtomicCheck[], Entries> {
   readonly #kv: Deno.Kv;
-  readonly #config: FleetStoreConfig;
   /** Per key, how long (steady clock) its lease has been seen as it is. */
   readonly #leaseUnchanged: (key: string, lease: string) => number;
 
@@ -89,10 +88,8 @@ export class KvTokenStore
     kv: Deno.Kv,
     config: FleetStoreConfig & { readonly prefix: Deno.KvKey },
   ) {
-    const { prefix } = config;
-    super(config, (digest, entry) => [...prefix, digest, entry]);
+    super(config, (digest, entry) => [...config.prefix, digest, entry]);
     this.#kv = kv;
-    this.#config = config;
     this.#leaseUnchanged = unchangedFor(config.steady);
   }
 
@@ -119,7 +116,7 @@ export class KvTokenStore
     signal: AbortSignal,
   ) {
     const names = await this.keysOf(key);
-    const { holder, leaseDuration, now } = this.#config;
+    const { holder, leaseDuration, now } = this.config;
     // Its length goes with it: a member whose own lease is shorter waits out this one.
     const write = (check: Deno.AtomicOperation) =>
       check.set(names.lease, {
@@ -169,7 +166,7 @@ export class KvTokenStore
     return this.seals.write(key, record, async (sealed) => {
       const swap = () =>
         also(this.#kv.atomic().check(...checks)).set(name, sealed, {
-          expireIn: recordLifetime(record, this.#config.now()),
+          expireIn: recordLifetime(record, this.config.now()),
         }).commit();
       return (await unlocked(swap)).ok;
     });
@@ -194,7 +191,7 @@ export class KvTokenStore
     const { holder, until, ms } = fieldsOf(lease) ?? {};
     // A lease of any other shape is not one of ours: taking it replaces it.
     if (typeof until !== "number") return true;
-    const { leaseDuration: own, maxWait } = this.#config;
+    const { leaseDuration: own, maxWait } = this.config;
     const stated = typeof ms === "number" && ms > own ? ms : own;
     // Judged within a waiter's patience where the holder's renewals (a third of its lease) allow: a lease longer than
     // maxWait, its holder dead, cost each waiter a request at maxWait.

@@ -137,18 +137,22 @@ export async function updateBy<Seen>(
 }
 
 /** A shared store's record methods: compare-and-set over what `current` read, sealed by `seals`. */
-export abstract class LeaseStore<Name, Seen, Snapshot>
-  implements TokenStore, LeaseDatabase<Snapshot> {
-  readonly #timing: FleetStoreConfig;
+export abstract class LeaseStore<
+  Name,
+  Seen,
+  Snapshot,
+  Config extends FleetStoreConfig = FleetStoreConfig,
+> implements TokenStore, LeaseDatabase<Snapshot> {
+  protected readonly config: Config;
   protected readonly seals: RecordSeals;
   protected readonly keysOf: ReturnType<typeof entryNames<Name>>;
 
   constructor(
-    timing: FleetStoreConfig,
+    config: Config,
     nameOf: (digest: string, entry: "record" | "lease") => Name,
   ) {
-    this.#timing = timing;
-    this.seals = new RecordSeals(timing.encryptionKey);
+    this.config = config;
+    this.seals = new RecordSeals(config.encryptionKey);
     this.keysOf = entryNames(nameOf);
   }
 
@@ -178,7 +182,7 @@ export abstract class LeaseStore<Name, Seen, Snapshot>
   }
 
   coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {
-    return coordinateByLease(this, this.#timing, key, options);
+    return coordinateByLease(this, this.config, key, options);
   }
 
   abstract look(key: string, signal: AbortSignal): Promise<LeaseView<Snapshot>>;

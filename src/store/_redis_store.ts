@@ -39,8 +39,8 @@ type RedisStoreConfig =
   & { readonly blockingCommand: RedisCommand | undefined };
 
 /** A {@linkcode TokenStore} on Redis that coordinates a fleet with leases. */
-export class RedisTokenStore extends LeaseStore<string, Seen, Seen> {
-  readonly #config: RedisStoreConfig;
+export class RedisTokenStore
+  extends LeaseStore<string, Seen, Seen, RedisStoreConfig> {
   /** Redis refused EVAL: the scripts' steps go by plain commands. */
   #plain = false;
   /** Whether a wait holds the blocking connection now. */
@@ -51,11 +51,10 @@ export class RedisTokenStore extends LeaseStore<string, Seen, Seen> {
   readonly waitForRelease?: NonNullable<LeaseDatabase<Seen>["waitForRelease"]>;
   /** One command within the time limit; a plain function, as the scripts' plain steps take it. */
   readonly #send = (args: string[]): Promise<unknown> =>
-    sendWithin(this.#config.command, args, this.#config.commandTimeout);
+    sendWithin(this.config.command, args, this.config.commandTimeout);
 
   constructor(config: RedisStoreConfig) {
     super(config, (digest, entry) => `${config.prefix}:{${digest}}:${entry}`);
-    this.#config = config;
     const blocking = config.blockingCommand;
     if (blocking !== undefined) {
       this.waitForRelease = (key, holder, ms, signal) =>
@@ -93,8 +92,8 @@ export class RedisTokenStore extends LeaseStore<string, Seen, Seen> {
 
   override async take(key: string, seen: Seen) {
     const keys = await this.keysOf(key);
-    const ms = String(this.#config.leaseDuration);
-    const lease = leaseValue(this.#config.holder);
+    const ms = String(this.config.leaseDuration);
+    const lease = leaseValue(this.config.holder);
     const args = [seen.value, lease, ms, seen.readable ? "0" : "1"];
     const taken = await this.#script("take", [keys.record, keys.lease], args);
     if (taken !== 1) return { holder: text(taken) };
@@ -129,7 +128,7 @@ export class RedisTokenStore extends LeaseStore<string, Seen, Seen> {
     signal: AbortSignal,
   ): Promise<TokenRecord | undefined> {
     const { lease } = await this.keysOf(key);
-    const { pollInterval, commandTimeout } = this.#config;
+    const { pollInterval, commandTimeout } = this.config;
     const block = Math.max(1, Math.ceil(Math.min(ms, pollInterval)));
     const stream = `${lease}:${holder}`;
     // After an entry already read, only a newer one wakes: never a loop on the same entry.
@@ -203,7 +202,7 @@ export class RedisTokenStore extends LeaseStore<string, Seen, Seen> {
   /** The value and `PX` lifetime of a `SET` of `record`, sealed. */
   #value({ iv, sealed }: SealedRecord, record: TokenRecord): [string, string] {
     const value = JSON.stringify({ iv: base64(iv), sealed: base64(sealed) });
-    return [value, String(recordLifetime(record, this.#config.now()))];
+    return [value, String(recordLifetime(record, this.config.now()))];
   }
 
   /** The record in `value`, read after the highest version seen was `floor`. */
