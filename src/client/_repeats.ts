@@ -68,7 +68,7 @@ function textOf(item: unknown): string {
   if (typeof item === "bigint") return `${item}n`;
   if (typeof item === "object" && item !== null) {
     const proto = Object.getPrototypeOf(item);
-    // A Date writes its time (r217b F4: by identity, a server repeating pages of Dates paged for ever).
+    // A Date writes its time (by identity, a server repeating pages of Dates paged for ever).
     const plain = proto === Object.prototype || proto === Array.prototype ||
       proto === null || proto === Date.prototype;
     if (plain) {
