@@ -37,7 +37,7 @@ const CLIENT_OPTIONS = optionNames<ClientOptions>()(
 
 const ENVIRONMENT_FIELD =
   "is the environment's: give it whole, as 'environment' (a provider takes its fields spread in; a client does not)";
-/** Keys refused with what to write instead: the names of 0.1, and an environment's fields spread in (review r181 R2). */
+/** Keys refused with what to write instead: the names of 0.1, and an environment's fields spread in. */
 const INSTEAD: Record<string, string> = {
   requestTimeout: "is now 'timeout'",
   maxRetryAfter: "is now 'retry.maxRetryAfter'",
@@ -49,7 +49,7 @@ const INSTEAD: Record<string, string> = {
 
 /** The client's checked options: its own environment and what sending needs. */
 export function clientConfig(options: ClientOptions) {
-  // Its secret, and its provider's: a key may be either (both given are refused below; review r180 F1, r181 R4).
+  // Its secret, and its provider's: a key may be either (both given are refused below).
   const { clientSecret, tokenProvider } = fieldsOf(options) ?? {};
   const held = providerSecrets.get(fieldsOf(tokenProvider) ?? {});
   const secret = held?.find((s) => typeof s === "object")?.secret;
@@ -89,10 +89,7 @@ function checkedConfig(options: ClientOptions) {
       ...own,
       tokenProvider,
       deadlines: new SharedDeadlines(timeout, now),
-      /**
-       * The provider's 401 ledger, shared by its clients (for a user's provider without one, the client's own): whether
-       * a 401 to this token may cost a fresh one (then invalidated).
-       */
+      /** Whether a 401 to this token may cost a fresh one: its provider's ledger, else the client's own. */
       renewAfterUnauthorized:
         typeof tokenProvider.reportUnauthorized === "function"
           ? (token: string) => tokenProvider.reportUnauthorized!(token)

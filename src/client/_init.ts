@@ -33,10 +33,7 @@ export function initFault(request: InitOf, init: RequestInit = request.init) {
   return undefined;
 }
 
-/**
- * The init's refusal for `error`: the runtime's words, without what they quote of the init (it is refused before the
- * token is known, and a header name or value, a method or an enum field may hold the current one, pasted).
- */
+/** The init's refusal for `error`: the runtime's words, less what they quote of the init (it may hold a token). */
 function initRefusal(request: InitOf, error: unknown): TypeError {
   const message = redact(
     String((error as Error | null)?.message),

@@ -51,11 +51,11 @@ function walkUnder<T>(
   path: string,
   options: ListOptions<T>,
 ) {
-  // A secret pasted into an option, or the path, is echoed as any value is (cut, too): the client knows it, and hides
-  // it as createClient's checks do (its id and audience may be a base's words: they stay).
+  // A secret pasted into an option, or the path, is hidden as createClient's checks hide it (its id and audience may
+  // be a base's words: they stay).
   try {
     return secretOutOfChecks(clientSecret(context), () => {
-      // A string is refused, not walked with the defaults; `querry` is named with its nearest (review r181 R1).
+      // A string is refused, not walked with the defaults; `querry` is named with its nearest.
       requireKnownOptions(options, LIST_OPTIONS, CONTEXT);
       const { items: pick, query, ...pageOptions } = options;
       const url = resolveUnder(base, path, CONTEXT);
@@ -271,10 +271,7 @@ function pageBody(page: Answered, text: string): unknown {
   }
 }
 
-/**
- * For a 404: the path to check, beside the lists the service has; for a 401, renewed or not, why no more tokens were
- * tried (the ledger allows one fresh token an hour: the service revokes none early).
- */
+/** What to check after a 404 (the path), or a 401 (why no more tokens were tried: one fresh token an hour). */
 function whatToCheck({ url, response }: Answered): string {
   const refused =
     "(the token was refused; a fresh one is asked for after a 401 once an hour at most: check the client's access to the path, or clear the token cache after a fake restarted)";

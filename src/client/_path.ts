@@ -53,10 +53,7 @@ export function resolveUnder(base: URL, path: string | URL, context: string) {
   return url;
 }
 
-/**
- * Resolved paths of one base, checked once and kept (the last 256): checking each call was most of its cost. A refusal
- * hides the client's `secret` pasted into the path, as `client.list`'s do.
- */
+/** Resolved paths of one base, the last 256 kept (checking was most of a call's cost); a refusal hides `secret`. */
 export function pathCache(base: URL, context: string, secret?: string) {
   const resolved = new Map<string, URL>();
   const resolve = (path: string | URL) =>

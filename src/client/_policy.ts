@@ -42,10 +42,7 @@ const DELIVER: Step = Object.freeze({ do: "deliver" });
 const RENEW: Step = Object.freeze({ do: "renew" });
 const FAIL: Step = Object.freeze({ do: "fail" });
 
-/**
- * The send loop's one decision after each attempt (a retry as {@linkcode retryWait} says). A 401
- * renews once, with a body that can be sent again (the ledger may still refuse: deliver).
- */
+/** The send loop's decision after each attempt: a 401 renews once, with a body that can be sent again. */
 export function nextStep(
   attempted: Attempted,
   progress: Progress,

@@ -1,6 +1,5 @@
 // Internal: telling a page the server answered before, without keeping the pages: a list must end whatever the server
-// sends (DESIGN's bounds), and one that ignores `page` may rotate its answers (A, B, A, B behind a balancer: outside
-// attack r178b F1, a crawl that never ended).
+// sends, and one that ignores `page` may rotate its answers (A, B, A, B behind a balancer).
 
 import type { RepeatedPageError } from "./page_types.ts";
 
@@ -18,18 +17,16 @@ export function repeatedPage(context: string, page: number): RepeatedPageError {
 const REMEMBERED = 4096;
 
 /**
- * Pages of one item in a row, each met twice before, that end a list (r216b F2: `limit: 1` behind a rotating server
- * paged for ever). One value met again tells too little; yet a run of them cannot be told from a server switching among
- * a few answers in any order (r220a F1: one strict turn only let 33 answers, or 3 at random, page for ever): a list of
- * `limit: 1` whose values repeat that long ends, as one with two alike in a row does.
+ * Pages of one item in a row, each met twice before, that end a list (`limit: 1` behind a rotating server paged for
+ * ever). A run of them cannot be told from a server switching among a few answers in any order: a list of `limit: 1`
+ * whose values repeat that long ends, as one with two alike in a row does.
  */
 const ONE_ITEM_RUN = 64;
 
 /**
  * Says whether a full page repeats one: the page before, item by item; or earlier pages, whole, two pages in a row (a
  * server rotating k answers ends at page 2k + 2; {@linkcode ONE_ITEM_RUN} for pages of one item). A page's whole
- * content is read only when its size and ends were seen before: a page's ends alone, or one value met again, ended
- * lists whose values repeat (r179 R1). Pages are remembered by numbers, the latest {@linkcode REMEMBERED} of each kind.
+ * content is read only when its size and ends were seen before (its ends alone ended lists whose values repeat).
  */
 export function pageRepeats() {
   const ends = new Set<number>(), wholes = new Set<number>();
@@ -66,15 +63,12 @@ function sameItems(items: readonly unknown[], previous: readonly unknown[]) {
   return items.every((item, at) => textOf(item) === textOf(previous[at]));
 }
 
-/**
- * An item as text: JSON for JSON data and Dates; another value by its identity (a class instance or a Map writes as `{}`, and
- * every page of them looked the same; a BigInt or a cycle threw: r178b F2).
- */
+/** An item as text: JSON for JSON data and Dates; another value by its identity (a Map writes as `{}`; a cycle throws). */
 function textOf(item: unknown): string {
   if (typeof item === "bigint") return `${item}n`;
   if (typeof item === "object" && item !== null) {
     const proto = Object.getPrototypeOf(item);
-    // A Date writes its time (r217b F4: by identity, a server repeating pages of Dates paged for ever).
+    // A Date writes its time (by identity, a server repeating pages of Dates paged for ever).
     const plain = proto === Object.prototype || proto === Array.prototype ||
       proto === null || proto === Date.prototype;
     if (plain) {

@@ -120,14 +120,13 @@ class ApiRequest<T>
       ? { ...given, priority: context.priority }
       : given;
     const { method = "GET" } = init;
-    // One that is no text as fetch reads it: refused below, in fetch's words (r168b F3). Text, as it comes (hot path).
+    // One that is no text as fetch reads it: refused below, in fetch's words. Text, as it comes (hot path).
     const text = typeof method === "string" ? method : tried(() => `${method}`);
     this.method = (text ?? "").toUpperCase();
     this.replayable = isReplayable(init.body);
     this.target = exchange.url;
-    // What fetch cannot send costs no token and no slot: a priority fetch lacks (Node 20's Request takes any), a GET
-    // or HEAD with a body, a method, header, mode... a Request refuses (as this runtime judges; a body is read once,
-    // so one of another method is left out of the check).
+    // What fetch cannot send costs no token and no slot: a priority fetch lacks, a GET or HEAD with a body, what a
+    // Request refuses (as this runtime judges; a body is read once, so one of another method is left out of the check).
     checkPriority(this.init.priority, "auto", exchange.context);
     const bodyless = this.method === "GET" || this.method === "HEAD";
     const checked = init.body != null && bodyless
@@ -247,8 +246,7 @@ class ApiRequest<T>
   ): Next<T> | Promise<Next<T>> {
     if (response === undefined) {
       this.signal?.throwIfAborted();
-      // The runtime refused the host: no retry can pass, and its own words name no host. The error says the flag to
-      // add first, or the `--deny-net` to remove.
+      // The runtime refused the host: no retry can pass; the error names the flag to add, or the `--deny-net` to remove.
       if (isPermissionError(this.failure)) {
         const url = displayUrl(this.target);
         const setting = this.exchange.kind === "api" ? "baseUrl" : "pciBaseUrl";
@@ -268,8 +266,7 @@ class ApiRequest<T>
       const bad = typeError && this.replayable ? initFault(this) : undefined;
       if (bad !== undefined) return { do: "fail", error: bad };
     } else if (response.status === 429) {
-      // The service counts more than this limiter saw (other processes): no request before the
-      // window has room. A Retry-After is the retry's own wait.
+      // The service counts more than this limiter saw (other processes); a Retry-After is the retry's own wait.
       this.context.rateLimiter?.refused();
     }
     const step = nextStep(attempted(this, response), this, this.context.retry);
@@ -329,10 +326,7 @@ function attempted(
   };
 }
 
-/**
- * A redirect's target, unless it holds the token or the client's credentials (in any form events hide): followed, it
- * sent them to the API host in its path, and Deno's own fetch span exported them (r178b F3). The 3xx is then the answer.
- */
+/** A redirect's target, unless it holds the token or a credential (following sent them on): the 3xx is then the answer. */
 function secretFree(to: URL | undefined, request: ApiRequest<unknown>) {
   if (to === undefined) return undefined;
   const shown = to.pathname + to.search;
@@ -408,9 +402,8 @@ async function waitFor(
 ) {
   const { listener, context, signal } = request;
   const started = listener === undefined ? 0 : context.now();
-  // A limiter of the user's may not hear the signal: the caller's abort ends the wait anyway, and a slot granted
-  // after it is answered at once (never sent), as the limiter's API asks of a ticket never used. This library's line
-  // hears it, with one listener per signal (one each here would make N callers leaving on one abort cost O(N²)).
+  // A limiter of the user's may not hear the signal: the caller's abort ends the wait anyway, and a slot granted after
+  // it is answered at once (never sent). This library's line hears it, one listener per signal (not O(N²) on abort).
   request.ticket = await (hearsSignal(slot) ? slot : raceAbort(
     slot,
     signal,

@@ -129,10 +129,7 @@ function abandon<T, F>(
   return dropped;
 }
 
-/**
- * Yields the list's pages in order, each once, also an empty one; never requests a page the items
- * on their way may make unnecessary, and aborts those in flight once it ends.
- */
+/** The list's pages in order, each once (an empty one too); no needless request; those in flight aborted at the end. */
 export async function* walkPages<T, F extends Fetched<T>>(
   fetchPage: (request: PageRequest) => Promise<F>,
   config: PageConfig<T>,
@@ -265,8 +262,7 @@ export function pageConfig<T>(options: PaginateOptions<T>) {
   return {
     limit: positiveInteger(options.limit, 50, "limit"),
     firstPage,
-    // No page past the largest number a request can name exactly: past it `nextPage++` stood still, asking one page
-    // for ever (r216b F1).
+    // No page past the largest number a request can name exactly: past it `nextPage++` stood still, for ever.
     lastPage: Math.min(
       firstPage + countLimit(options.maxPages, "maxPages") - 1,
       Number.MAX_SAFE_INTEGER,

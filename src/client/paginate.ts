@@ -97,7 +97,7 @@ export function paginate<T>(
  * ```
  */
 export function pageSearchParams(request: PageRequest): URLSearchParams {
-  // A request built by hand is checked as `paginate` checks its options (r216b F3: `page: -1` was written as it was).
+  // A request built by hand is checked as `paginate` checks its options (`page: -1` was written as it was).
   requireOptions(request, WRITING, "request");
   const [limit, page] = (["limit", "page"] as const).map((field) =>
     checkNumber(request[field], undefined, "positive integer", WRITING, field)

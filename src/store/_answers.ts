@@ -46,10 +46,7 @@ export class Answers {
     }
   }
 
-  /**
-   * Before a take, up to a take's worth of the answers the store missed while their hold counts: else it keeps their
-   * slots for the hold, a minute, as if their process had died.
-   */
+  /** Before a take, up to a take's worth of the answers the store missed, while their hold counts (else held a minute). */
   async tellUnsaid(): Promise<void> {
     const now = this.#now();
     this.#unsaid = this.#unsaid.filter(({ at }) => now - at < HOLD);

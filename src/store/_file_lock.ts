@@ -40,7 +40,7 @@ export function stampOf(content: string): number {
 /** Removes the lock at `path` if it is still `owner`'s (not taken over since). */
 function removeOwnedSync(path: string, owner: string): void {
   try {
-    // Read only as a small regular file: a FIFO swapped in blocked the process for good (review r179 R4).
+    // Read only as a small regular file: a FIFO swapped in blocked the process for good.
     const info = Deno.lstatSync(path);
     if (!info.isFile || info.size > 1024) return;
     if (Deno.readTextFileSync(path) === owner) Deno.removeSync(path);

@@ -87,8 +87,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
   #empties = 0;
   /** Windows lost in a run, no grant since (not counting write-backs back from alone). */
   #losses: Losses = { losses: 0, since: -Infinity };
-  /** A fall for lost windows ends no sooner than this, an interval past the last loss or return from alone (r194a F4:
-   * a pair per loss); -Infinity: no such fall. */
+  /** A fall for lost windows ends no sooner than this, an interval past the last loss or return from alone. */
   #lostUntil = -Infinity;
   #disposed = false;
 
@@ -247,7 +246,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     }
     this.#taken(reply);
     if (reply.granted > 0) this.#losses = { losses: 0, since: -Infinity };
-    // Nothing granted, each time a ms away, in a row: asks no more often than a slot comes (r191b F2: 465 a second).
+    // Nothing granted, each time a ms away, in a row: asks no more often than a slot comes (465 a second).
     const slot = this.limit.interval / this.limit.requests;
     const empty = reply.granted === 0 && reply.wait < slot;
     this.#empties = empty ? this.#empties + 1 : 0;
@@ -262,7 +261,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     if (reply.granted < count) this.#backgroundPlace = low;
     else if (low) this.#backgroundPlace = false;
     // All it asked for left meanwhile: so does its place, or the other line's take (at once) makes it theirs. A
-    // background place a live take kept goes too once its crawl left (r201a F1: it held other crawls 1.3 s on KV).
+    // background place a live take kept goes too once its crawl left (it held other crawls 1.3 s on KV).
     const placed = reply.granted < count || this.#backgroundPlace;
     if (placed && this.#lines.size === 0) this.#leave();
     // A live caller came while background slots were asked for: at once.
@@ -289,7 +288,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
 
   /** The store answered: the next failure pauses from the start, and a fall ends (one for lost windows once they hold). */
   #restored(): void {
-    this.#failures = 0; // its pauses alone start afresh either way (r204 R1: else they grew to 30 s alone after a storm)
+    this.#failures = 0; // its pauses alone start afresh either way (else they grew to 30 s after a storm)
     if (!this.#degraded || this.#config.now() < this.#lostUntil) return;
     this.#lostUntil = -Infinity;
     this.#degraded = false;
@@ -317,15 +316,14 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     if (lost && (!this.#degraded || this.#lostUntil > -Infinity)) {
       this.#lostUntil = now + this.limit.interval;
     }
-    // Asked again and again at once, or lost more often than ordinary losses come, none granted: a failing store, paced
-    // without (r191b F3, r193a F1: callers stalled).
+    // Asked again and again at once, or lost more often than ordinary losses come, none granted: a failing store.
     if (!this.#returning && (this.#reseeds >= MOST_ASKS || this.#lost(now))) {
       return this.#goAlone({ reason: "lost" });
     }
     if (lost) this.#degrade(now, { reason: "lost" });
     await this.#shared.reseed({ holder, epoch: this.#epoch, sends, recent });
     if (this.#returning) {
-      // Alone, it saw no loss: the window holds an interval from now first (r202a F1: a pair every 2 s under FLUSHALL).
+      // Alone, it saw no loss: the window holds an interval from now first (a pair every 2 s under FLUSHALL).
       if (this.#lostUntil > -Infinity) {
         this.#lostUntil = now + this.limit.interval;
       }
@@ -338,7 +336,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     }
     this.#epoch = epoch;
     this.#returning = false;
-    // Lost again at once (something keeps replacing it): back off; past the most, at once, to go alone (r192a F1).
+    // Lost again at once (something keeps replacing it): back off; past the most, at once, to go alone.
     this.#storeWait = true;
     const asked = ++this.#reseeds;
     return asked === 1 || asked > MOST_ASKS ? 0 : 2 ** asked;
@@ -360,7 +358,7 @@ export class FleetRateLimiter implements RateLimiter, AsyncDisposable {
     return 0;
   }
 
-  /** Says once per fall that this process paces alone, and again for each setting to mend that shows (r198a F1). */
+  /** Says once per fall that this process paces alone, and again for each setting to mend that shows. */
   #degrade(now: number, cause: Cause): void {
     const { onEvent } = this.#config;
     const { say, setting } = toSay(this.#degraded, this.#settings, cause);

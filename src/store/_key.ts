@@ -7,10 +7,7 @@ const KEY_ROUNDS = 210_000;
 /** From this length on a secret (one the service issues) is keyed by HKDF, unstretched: no guess can find it. */
 const LONG_SECRET = 32;
 
-/**
- * The key of one client's record: endpoint, audience, client id and the secret's part (a wrong secret
- * never shares a token), a short secret's stretched with PBKDF2 against quick guesses.
- */
+/** One client's record key: endpoint, audience, client id and the secret's part (a short one stretched by PBKDF2). */
 export async function storeKey({ url, audience, clientId, secret }: {
   readonly url: URL;
   readonly audience: string;

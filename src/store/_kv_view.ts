@@ -103,9 +103,8 @@ export class ClockView {
       [holder, seenAt(holder, seen)] as const
     );
     forgetMissing(this.#holders, state.holders.map(([holder]) => holder));
-    // Its own, on its own clock: a stamp past the hold is not its, and is dropped (kept, it would hold
-    // the fleet for a minute). The others' are dated by sight, which no stamp can push further, or by their member's
-    // latest take seen, which a stamp of its can pull earlier by an interval at most.
+    // Its own, on its own clock: a stamp past the hold is not its, and is dropped (kept, it would hold the fleet for
+    // a minute). The others' are dated by sight, or by their member's latest take seen (an interval earlier at most).
     const sends = state.sends.flatMap((send): Send[] => {
       const [name, from, answered, span] = send;
       if (name.startsWith(mine)) return from > now + HOLD ? [] : [send];
@@ -180,17 +179,15 @@ export class ClockView {
 
   /**
    * When another member's send answered at `answer` (its clock) was answered at the latest, on this clock: as long
-   * before this process first saw that member's latest take as its clock says the answer came before that take (r202a
-   * F2: dated by sight alone, a crawl that joined late woke only when its late dating said a send had left, and got 1
-   * or 2 sends a window beside 13 for the crawl that filled the first). A steady clock never counts more time than
-   * passed, so this is never early; a take more than an interval after the answer dates nothing that still counts.
+   * before this process first saw that member's latest take as its clock says the answer came before that take (dated
+   * by sight alone, a crawl that joined late got 1 or 2 sends a window beside 13). Never early: a steady clock never
+   * counts more time than passed.
    */
   #beforeTake(name: string, answer: number, { interval }: RateLimit): number {
     const take = this.#holders.get(name.slice(0, name.lastIndexOf(":")));
     if (take === undefined) return Infinity;
-    // Strictly before: a clock that stands still stamps later takes the same, and the first sight of that stamp
-    // may come before the answer (r207a F1: 38 sends of 20 at once). An answer stamped before the stamp was read before
-    // every take stamped so.
+    // Strictly before: a clock that stands still stamps later takes the same, and the first sight of that stamp may
+    // come before the answer (38 sends of 20 at once).
     const before = take.stamp - answer;
     return before > 0 ? take.at - Math.min(before, interval) : Infinity;
   }

@@ -65,11 +65,9 @@ export async function openRecord(
 }
 
 /**
- * One fleet store's seals: the key given, else one derived (HKDF) from each store key and its secret part. Each
- * write seals a version newer than any seen; set(), update() and the lease holder's publish land only over the record
- * they read (a plain write landing after newer ones left a version older than another object had seen: r151 F7). An
- * older record (a store rolled back, a record written back) is refused once a newer one was seen here (read, or
- * written by a write that landed) before the read began: a process that saw none (started after) cannot tell.
+ * One fleet store's seals: the key given, else one derived (HKDF) from each store key. Each write seals a version
+ * newer than any seen; an older record (a store rolled back, a record written back) is refused once a newer one was
+ * seen here (read, or written by a write that landed) before the read began.
  */
 export class RecordSeals {
   readonly #keys: (key: string) => Promise<CryptoKey>;
@@ -83,12 +81,9 @@ export class RecordSeals {
   }
 
   /**
-   * `record` sealed one version past the highest seen, for `write`, which answers whether it landed (`true`; a plain
-   * write that did not throw, a compare-and-set that held): only then does its version count as seen. Raised before,
-   * a write that then lost its compare-and-set (or landed before a concurrent one sealing the next number) left the
-   * highest above the record stored, and open() refused that record as older: to update() and look the store read as
-   * empty, and providers sharing it renewed again (outside review r149 F1). Never raised, a set() v1 then v2 took v1
-   * written back (outside review r150 M2).
+   * `record` sealed one version past the highest seen, for `write`, which answers whether it landed: only then does
+   * its version count as seen (raised before, a write that lost its compare-and-set left the highest above the record
+   * stored, and open() refused that record: the store read as empty, and providers renewed again).
    */
   async write(
     key: string,
@@ -103,10 +98,7 @@ export class RecordSeals {
     return landed;
   }
 
-  /**
-   * `step` once this store object's steps before it for `key` settled: its set() calls land in the order they were
-   * made (each a compare-and-set, which alone may land in any order), the last one called last.
-   */
+  /** `step` once this store object's steps before it for `key` settled: its set() calls land in the order made. */
   inTurn<R>(key: string, step: () => Promise<R>): Promise<R> {
     const turn = (this.#turns.get(key) ?? Promise.resolve()).then(step, step);
     this.#turns.set(key, turn.catch(() => {}));
@@ -119,9 +111,8 @@ export class RecordSeals {
   }
 
   /**
-   * The record, unless older than `floor`, the highest seen before the read began. Not the highest now: a concurrent
-   * read or a write landing may have raised it since, and the record read was the one stored when it asked. Refused,
-   * the store read as empty and update() handed `undefined` (r149 F1); its compare-and-set fails and reads again.
+   * The record, unless older than `floor`, the highest seen before the read began (not the highest now: a concurrent
+   * read or write may have raised it since the record was read). Refused, the store reads as empty.
    */
   async open(key: string, sealed: SealedRecord, floor: number) {
     const opened = await openRecord(await this.#keys(key), key, sealed);
@@ -186,8 +177,7 @@ export function publishedOver(
 ): TokenRecord {
   const token = result.token ?? current?.token;
   const renewal = laterOf(result.renewal, current?.renewal, ({ at }) => at);
-  // Only a token ends a failure, as in a provider: dropped under a 429's block, the fleet's next cooldown began again
-  // at 10 s, not escalated from it (review r9).
+  // Only a token ends a failure, as in a provider: dropped under a 429's block, the next cooldown began again at 10 s.
   const failure = result.token
     ? undefined
     : laterOf(result.failure, current?.failure, ({ until }) => until);

@@ -54,8 +54,8 @@ export function text(reply: unknown): string | undefined {
 /** The store's scripts, by what they do. */
 export type ScriptName = "take" | "swap" | "renew" | "publish" | "release";
 
-// TAKE, SWAP and PUBLISH first drop a key of another type among `keys` (a take held every process off for good; a swap
-// threw WRONGTYPE, outside attack r151 F10) and a record past the bound: neither holds a record.
+// TAKE, SWAP and PUBLISH first drop a key of another type among `keys` (a take held every process off for good) and a
+// record past the bound: neither holds a record.
 const unreadable = (keys: string) =>
   `for _, key in ipairs(${keys}) do
   local kind = redis.call('TYPE', key).ok
@@ -113,10 +113,8 @@ const REPLIES: Partial<Record<ScriptName, (reply: unknown) => boolean>> = {
 };
 
 /**
- * `reply` to EVAL of `name`, if one the script gives. Another (a command function that runs no script: a stand-in
- * knowing GET and SET answers null, a pipeline or MULTI client "QUEUED") fails at once: taken for a write another
- * landed first, set() read and tried again 100 times; taken for a lease another holds, coordinate() polled until
- * maxWait (2,909 EVALs with "QUEUED"). Named by its type only: a reply may hold a token.
+ * `reply` to EVAL of `name`, if one the script gives. Another (a stand-in that runs no script, a pipeline's "QUEUED")
+ * fails at once: else set() tried again 100 times, or coordinate() polled until maxWait. Named by its type only.
  */
 export function scriptReply(name: ScriptName, reply: unknown): unknown {
   if (REPLIES[name]?.(reply) ?? true) return reply;
@@ -125,10 +123,7 @@ export function scriptReply(name: ScriptName, reply: unknown): unknown {
   throw typeError("Redis token store", "command", rule, typeOf(reply));
 }
 
-/**
- * The holder a lease's GET names, if any. Another text fails at once, as `scriptReply`'s: "QUEUED" from a pipeline or
- * MULTI client was taken for a holder, and every caller waited out its budget (150 s) to spend a token each (r174b F3).
- */
+/** The holder a lease's GET names, if any; another text fails at once, as `scriptReply`'s ("QUEUED" cost a token each). */
 export function leaseHolder(reply: unknown): string | undefined {
   const holder = text(reply);
   if (holder === undefined || LEASE_VALUE.test(holder)) return holder;

@@ -2,7 +2,7 @@
 
 import type { RateDegradedEvent } from "../core/rate_events.ts";
 
-/** Windows a store may lose within an interval, no grant since, before it counts as failing (r193a F1: stalled callers). */
+/** Windows a store may lose within an interval, no grant since, before it counts as failing (else callers stall). */
 export const MOST_LOSSES = 5;
 
 /** A run of lost windows: how many since the first, within an interval of it, with no grant since (0: none). */
@@ -28,20 +28,14 @@ export class UnexpectedAnswer extends TypeError {
   override name = "UnexpectedAnswer";
 }
 
-/**
- * Codes `rate.degraded` may carry: Redis's error replies' first words and the system's network codes. Only these: a word
- * merely in capitals may be a password or a key (attack r198a F3).
- */
+/** Codes `rate.degraded` may carry (Redis's error words, network codes); only these: a word in capitals may be a password. */
 const CODES = new Set(
   `ERR WRONGTYPE NOAUTH WRONGPASS NOPERM READONLY LOADING BUSY MASTERDOWN MISCONF OOM NOSCRIPT EXECABORT CROSSSLOT
   CLUSTERDOWN MOVED ASK TRYAGAIN NOREPLICAS NOPROTO ECONNREFUSED ECONNRESET ECONNABORTED ETIMEDOUT ENOTFOUND EAI_AGAIN
   EPIPE EHOSTUNREACH ENETUNREACH`.split(/\s+/),
 );
 
-/**
- * Codes that name a setting to mend rather than an outage to wait out, by the setting: each is said once within a fall
- * (r198a F1: a rotated password went unsaid; r199a F2, F3: a wrong password answers WRONGPASS, then NOAUTH).
- */
+/** Codes that name a setting to mend rather than an outage to wait out, by the setting: each is said once within a fall. */
 const SETTINGS: Readonly<Record<string, string>> = {
   NOAUTH: "credentials",
   WRONGPASS: "credentials",
@@ -77,8 +71,7 @@ export function failureOf(error: unknown): Cause {
   const { name, code, message } = Object(error);
   if (name === "TimeoutError") return { reason: "timeout" };
   const words = String(message);
-  // Redis refuses an unauthenticated command of more than 10 arguments so (a take has more): a password not sent, as
-  // NOAUTH is (r198a F2: node-redis said ERR).
+  // Redis refuses an unauthenticated command of more than 10 arguments so (a take has more): a password not sent.
   if (words.startsWith("ERR Protocol error: unauthenticated")) {
     return { reason: "error", code: "NOAUTH" };
   }

@@ -174,13 +174,13 @@ function waitInLine(
 ): { wait: number; line: readonly Place[] } {
   // Given some, or new in line, it goes to the end; else it keeps its place. Ahead of it: the places before.
   const at = state.line.findIndex(([id]) => id === holder);
-  // A live take's own background place is no place among the live ones: it joins behind them (r201a F2).
+  // A live take's own background place is no place among the live ones: it joins behind them.
   const placed = at >= 0 && (low || isLive(state.line[at]!));
   const moves = granted > 0 || !placed;
   const others = state.line.filter(([id]) => id !== holder);
   if (granted === sends.length) {
-    // A live take served in full keeps its process's background place: its crawl still waits (r197 N3: a live call
-    // each 1.5 s sent the crawl to the end of the line each time, 1 page a window beside 10 for the others).
+    // A live take served in full keeps its process's background place: its crawl still waits (else a live call each
+    // 1.5 s sent the crawl to the end of the line each time).
     const crawlWaits = !low && granted > 0 && at >= 0 &&
       !isLive(state.line[at]!);
     return { wait: 0, line: crawlWaits ? state.line : others };

@@ -218,8 +218,8 @@ class EncryptedFileStore implements FileTokenStore {
       iv: sealed.slice(0, 12),
       sealed: sealed.slice(12),
     });
-    // Said once, not kept silent: it costs a token request (r178a F6). Its name holds the secret's digest, so
-    // another secret's file is never read here.
+    // Said once, not kept silent: it costs a token request. Its name holds the secret's digest, so another secret's
+    // file is never read here.
     if (record === undefined && !this.#damaged.has(path)) {
       this.#damaged.add(path);
       this.#options.onNotice(
@@ -323,9 +323,8 @@ class EncryptedFileStore implements FileTokenStore {
   }
 
   /**
-   * Removes a dead process's lock, so that it blocks no later one (the next look takes the lock), under a guard file
-   * created exclusively and after a look again: two processes never both remove it, and a fresh lock is never moved.
-   * Moved aside and put back, a lock a third process had made meanwhile was lost: 2 or 3 held it (r178a F3).
+   * Removes a dead process's lock, so that it blocks no later one, under a guard file created exclusively and after a
+   * look again: two processes never both remove it, and a fresh lock is never moved (then a third's was lost).
    */
   async #removeStale(path: string, owner: string) {
     const seen = await lockText(path);
@@ -333,8 +332,7 @@ class EncryptedFileStore implements FileTokenStore {
     try {
       await Deno.writeTextFile(guard, owner, { createNew: true, mode: 0o600 });
     } catch {
-      // Another process removes it; a guard its process left when it died goes once stale, if still the one judged
-      // (another's, made since, stays: review r179 R5).
+      // Another process removes it; a guard its process left when it died goes once stale, if still the one judged.
       const left = await lockText(guard);
       if (left !== undefined && await this.#stale(guard)) {
         if (await lockText(guard) === left) {

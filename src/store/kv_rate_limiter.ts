@@ -119,9 +119,8 @@ const MOST_FOLDED = 500;
 const MOST_ANSWER_ATTEMPTS = 100;
 
 /**
- * A KV call unanswered this long is a failing store (the member paces alone). Not the token store's 2 s: a limiter
- * alone risks the fleet's limit, a token store giving up a token at most (at 2 s, a slow store or a blocked event loop
- * sent members alone at half each: twice the limit). 30 s: the longest a member alone waits before it asks again.
+ * A KV call unanswered this long is a failing store (the member paces alone): the longest a member alone waits before
+ * it asks again. Not the token store's 2 s: at 2 s, a slow store sent members alone at half each, twice the limit.
  */
 const KV_WAIT = 30_000;
 
@@ -152,9 +151,8 @@ class KvWindow implements SharedWindow {
 
   async take(request: TakeRequest): Promise<TakeReply> {
     const { holder, reserve, limit } = this.#config;
-    // While others wait, a send a slot's share after its last at the soonest: its takes then come as often as its
-    // sends, and the others, who date its sends by when they see its takes, see them soon enough to take their turns
-    // (r202a F2: a crawl that filled a window sent its next 16 in a burst and slept; the others woke late by as long).
+    // While others wait, a send a slot's share after its last at the soonest: the others, who date its sends by when
+    // they see its takes, then see them soon enough to take their turns (a burst of 16 made them wake late by as long).
     const spacedUntil = this.#granted + slotShare(limit);
     const ask = { ...request, holder, reserve, spacedUntil };
     let reply: TakeReply | undefined;

@@ -62,8 +62,8 @@ export function createMemoryTokenStore(): TokenStore {
             end();
           }
         }
-        // It ended, or its holder's request is overdue (then this caller's request is the next flight): look again. A
-        // waiter given up on leaves it: a holder allowed longer may still bring its token.
+        // It ended, or is overdue (this caller's request is then the next flight): look again. A waiter given up on
+        // leaves it: a holder allowed longer may still bring its token.
         if (await overdueBeforeEnd(flight, clock, signal)) {
           if (flights.get(key) === flight) flights.delete(key);
         }
@@ -97,17 +97,14 @@ type Flight = { readonly ended: Promise<void>; readonly dueBy: number };
 /** Past a request's budget before it counts as overdue: one that ends at its budget's edge brings its token alone. */
 const SLACK = 5_000;
 
-/**
- * Whether `flight`'s request came to be overdue before it ended (a waiter that came before then waited out its whole
- * budget and failed, r175b); `signal` aborting rejects with its reason. The wait's timer is cleared either way.
- */
+/** Whether `flight`'s request came to be overdue before it ended; `signal` aborting rejects with its reason. */
 async function overdueBeforeEnd(
   flight: Flight,
   clock: () => number,
   signal: AbortSignal,
 ): Promise<boolean> {
   const done = new AbortController();
-  // Cleared (rejected) once the race is decided: no failure.
+  // Its timer cleared (rejected) once the race is decided: no failure.
   const due = delay(Math.max(0, flight.dueBy - clock()), done.signal)
     .then(() => true, () => false);
   try {

@@ -144,8 +144,7 @@ class RedisWindow implements SharedWindow {
       ...request.sends,
     ]);
     // {granted, wait, holders, epoch, reseed, now}; anything else is a failing store, not a spin: more granted than
-    // asked (r188b F2: 49 phantom sends a take), a reseed neither 0 nor 1 (r191b F1), or none granted and no wait where
-    // sends were asked and no write back (F3: 439 round trips a second; r190b F1: that write back refused, no rejoining).
+    // asked, a reseed neither 0 nor 1, or none granted and no wait where sends were asked and no write back.
     const parts = Array.isArray(reply) ? reply : [];
     const values = parts.map(Number);
     const [granted = -1, wait = -1, holders = -1, , reseed = -1, now = -1] =

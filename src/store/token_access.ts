@@ -190,10 +190,7 @@ function answered<T>(call: () => Promise<T>): Promise<T> {
 /** How far the clocks of a fleet's processes may differ, in ms. */
 export const FLEET_CLOCK_SLACK = 5 * 60_000;
 
-/**
- * Whichever of `mine` and `theirs` is later by `time`, `mine` when as late; the one given when the other is not: what
- * a record keeps of two failures or renewals, a process's and the store's.
- */
+/** The later of `mine` and `theirs` by `time` (`mine` when as late, else the one given): of two failures or renewals. */
 export function laterOf<T>(
   mine: T | undefined,
   theirs: T | undefined,

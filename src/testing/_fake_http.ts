@@ -117,10 +117,7 @@ export function pause(ms: number, closing: AbortSignal): Promise<void> {
   return ms > 0 ? delay(ms, closing).catch(() => {}) : Promise.resolve();
 }
 
-/**
- * The answer `fault` (if any) makes of a request that `answer` would answer: shaped as the token endpoint's, or with
- * `api` as the API's (r213b F6: an API fault carried the quota header, an OAuth error, a token's first bytes).
- */
+/** The answer `fault` (if any) makes of a request that `answer` would answer: as the token endpoint's, or the API's (`api`). */
 export async function faultyAnswer(
   fault: FakeFault | undefined,
   answer: () => Response | Promise<Response>,
@@ -158,10 +155,7 @@ export async function faultyAnswer(
   }
 }
 
-/**
- * A 200 answer whose connection is cut after a few bytes of its body: the stream errors, which every server takes for
- * a cut (a close short of `content-length` only Deno did; Bun and workerd sent a whole short body of their own length).
- */
+/** A 200 whose body stream errors after a few bytes: every server takes that for a cut (a short body only Deno did). */
 function droppedAnswer(start: string): Response {
   let sent = false;
   return new Response(

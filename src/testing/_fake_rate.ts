@@ -27,7 +27,7 @@ export function rateGate(
     const rule = RATE_RULES[field];
     return checkNumber(limit[field], undefined, rule, context, option);
   };
-  // At most the client limiter's own bound (r178b F6).
+  // At most the client limiter's own bound.
   const requests = checkAtMost(
     check("requests"),
     MOST_WINDOW_REQUESTS,

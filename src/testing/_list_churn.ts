@@ -76,9 +76,8 @@ export function appendItems(
   random: () => number,
 ): void {
   if (count === 0) return;
-  // At or after every item listed so far (an item dated before a removed newest one sorted behind a copy's newest row),
-  // ties coming after by id, and spread up to the clock's now: none after it (r213b F1: a second each, a minute ahead).
-  // A date that does not parse (an item a test put in) places nothing (r214a F6: it dated them all before the newest).
+  // At or after every item listed so far (a removed newest one too), ties after by id, spread up to the clock's now,
+  // none after it. A date that does not parse (an item a test put in) places nothing.
   const latest = resource.items.reduce((at, item) => {
     const date = Date.parse(String(item.creationDate));
     return Number.isNaN(date) ? at : Math.max(at, date);

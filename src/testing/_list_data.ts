@@ -200,7 +200,7 @@ function pageOf(
   params: URLSearchParams,
   { maxLimit, cutAtMax }: ListServing,
 ): { items: readonly Item[]; limit: number } {
-  // Its own default within its largest (r213b F3: 50 past a maxLimit of 10 was refused).
+  // Its own default within its largest (50 past a maxLimit of 10 was refused).
   const asked = readInteger(params, "limit", Math.min(50, maxLimit));
   // Some services cut a page to their largest size instead of refusing it.
   const limit = cutAtMax ? Math.min(asked, maxLimit) : asked;
@@ -243,7 +243,7 @@ export function answerList(
     return json(400, { error: "bad_request", message: error.message });
   }
   if (serving.listEnvelope === "array") return json(200, page.items);
-  // The size served, cut or default too (r213b F2: the limit asked, over a page cut to maxLimit).
+  // The size served, cut or default too (not the limit asked, over a page cut to maxLimit).
   return json(200, {
     [name]: page.items,
     page: Number(params.get("page") ?? 1),

@@ -185,10 +185,7 @@ export async function startFakePartnerApi(
   });
 }
 
-/**
- * The servers' own options, checked: the two ports, both before either serves (a refused one leaves no server running),
- * and `onRequest`. The rest is the service's, which refuses what is no option of either.
- */
+/** The servers' own options, checked: both ports before either serves (a refusal leaves none running), and `onRequest`. */
 function serverOptions(options: FakePartnerApiOptions) {
   const names = [...SERVICE_OPTIONS, "port", "pciPort", "onRequest"];
   requireKnownOptions(options, names, CONTEXT);

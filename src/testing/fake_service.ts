@@ -319,7 +319,7 @@ function serviceState(options: FakePartnerServiceOptions) {
 
 /** The `tokenBodyFormats` option: an array of "json" and "form", each checked as `oneOf` checks one. */
 function bodyFormats(formats: readonly ("json" | "form")[]) {
-  // An empty one took no token request, each refused "Content-Type must be " (r213b F10).
+  // An empty one took no token request, each refused "Content-Type must be ".
   if (!Array.isArray(formats) || formats.length === 0) {
     const rule = "must be an array of one or both of json and form";
     throw typeError(CONTEXT, "tokenBodyFormats", rule);
