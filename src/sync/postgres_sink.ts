@@ -7,20 +7,20 @@ import { holderOf, lockLost } from "./_lease.ts";
 import { tooManyDeletes } from "./_deletes.ts";
 import * as kit from "./_sql_sink.ts";
 import {
+  bindTo,
   CATALOG_SQL,
   CHANGES_CATALOG_SQL,
   CHANGES_COLUMNS,
   copySql,
   createChangesSql,
   createSql,
-  inRange,
   KEY,
   keySql,
   LEASE_SQL,
   OTHER_SAVED,
   postgresText,
   unkeyedSql,
-  unseenSql,
+  unseenIn,
 } from "./_postgres_sql.ts";
 import { type KeyRange, storedKey } from "./_key_text.ts";
 import { writeStatement } from "./_postgres_write.ts";
@@ -247,7 +247,7 @@ class PostgresDialect implements kit.SqlDialect {
 
   async liveCount(range?: KeyRange): Promise<number> {
     const params: string[] = [];
-    const within = range && ` AND ${KEY} IS NOT NULL${inRange(range, params)}`;
+    const within = range && kit.inRange(range, bindTo(params));
     const sql =
       `SELECT count(*)::text AS n FROM ${this.#table} WHERE deleted_at IS NULL${
         within ?? ""
@@ -270,8 +270,12 @@ class PostgresDialect implements kit.SqlDialect {
 
   async unseenBetween(...[cycle, range, most, keyOf, signal]: kit.Ask) {
     await this.#keyed.get(keyOf, signal);
-    const unseen = unseenSql(this.#table, this.#target, cycle, range, most);
-    const rows = await this.#read(unseen.sql, unseen.params);
+    const top = `${Math.floor(Math.min(most, 2 ** 53))}`;
+    const params = [this.#target, `${cycle}`, top], bind = bindTo(params);
+    const unseen = unseenIn("t", "$1::text", "$2::text::bigint");
+    const limit = "$3::text::bigint";
+    const sql = kit.unseenSql(this.#table, range, bind, unseen, limit);
+    const rows = await this.#read(sql, params);
     return rows.map(({ id, key }) => ({ id: `${id}`, key: `${key}` }));
   }
 
