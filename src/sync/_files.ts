@@ -24,9 +24,8 @@ const FILE_MODE = 0o600;
 const NEW = O_WRONLY | O_CREAT | O_EXCL;
 
 /**
- * What is at `path`, or undefined. `plain`: a file no user makes (a lock, a rewrite, SQLite's journals): a second name
- * of one was planted, a folder (whose nlink counts its entries) is no file. @throws {SyncError} (`"link"`) For a
- * symbolic link, or a hard link `plain`; (`"file"`) For what is not a file, `plain`.
+ * What is at `path`, or undefined. `plain`: a file no user makes (a lock, a rewrite, SQLite's journals), so a hard link
+ * to one was planted, and a folder (whose nlink counts its entries) is no file. @throws {SyncError} (`"link"`, `"file"`)
  */
 export async function statOf(path: string, plain = false) {
   const info = await lstat(path).catch((error) => {

@@ -66,10 +66,9 @@ export function copySql(
 }
 
 /**
- * Creates the tables (`T`, quoted), and the columns earlier versions lacked (the checkpoint becomes text: jsonb cannot
- * hold an edge id with a NUL; a table of items gets `deleted_at` and the key column (NULL: keyed by `unseenBetween`),
- * indexed over live rows, named by PostgreSQL within its 63 bytes). A `seen` column an earlier 0.4 build marked each
- * row with becomes rows of the seen log (so a cycle under way goes on), then goes.
+ * Creates the tables (`T`, quoted) and the columns earlier versions lacked: the checkpoint becomes text (jsonb cannot
+ * hold an edge id with a NUL); the key column (NULL until `unseenBetween` keys it) is indexed over live rows, the index
+ * named by PostgreSQL within 63 bytes; an early 0.4 build's `seen` column becomes rows of the seen log, then goes.
  */
 export function createSql(T: string): string {
   const { CHECKPOINT_TABLE: C, STAGE_TABLE: S, LEASE_TABLE: L } = kit;

@@ -328,9 +328,8 @@ export const changeTableOf = (table: string) =>
   `"${table.slice(1, -1)}_changes"`;
 
 /**
- * What a copy holds, as a dialect reads it: the checkpoint row's text, the table's rows now (0 without one), the rows
- * and last row (`fingerprint:id`) recorded with the checkpoint (none as 0.3 kept), the fingerprint `found` of the row
- * `last` names now, and why the copy is not this sink's (`foreign`), seen before its rows are.
+ * What a copy holds, as a dialect reads it: the checkpoint row's text, the table's rows now, the rows and last row
+ * (`fingerprint:id`) recorded with it (0.3 kept none), the fingerprint `found` of that row now, and why it is foreign.
  */
 export interface CopyState {
   readonly checkpoint?: string | null | undefined;

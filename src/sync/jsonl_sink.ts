@@ -204,10 +204,9 @@ class JsonlCopy {
       await this.#exclusive(async () => {
         this.#lock = lock;
         // A dead run's temporary side file, which only it would have renamed or removed: best effort.
-        const { previous } = taken, { side } = this.#files;
-        if (previous) {
-          await removeFile(`${side}.${previous}.tmp`).catch(() => {});
-        }
+        const dead = taken.previous &&
+          `${this.#files.side}.${taken.previous}.tmp`;
+        if (dead) await removeFile(dead).catch(() => {});
         await this.#check();
         judge?.();
         await this.#settle();

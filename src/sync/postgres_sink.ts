@@ -182,8 +182,8 @@ class PostgresDialect implements kit.SqlDialect {
   async take(token: string): Promise<{ taken: string } | { holder: string }> {
     // Under REPEATABLE READ or SERIALIZABLE, a lease row another run writes meanwhile fails the take (40001): held.
     const row = await this.#row(LEASE_SQL.take, [this.#target, token]).catch(
-      (error) =>
-        serializationFailure(error) ? undefined : Promise.reject(error),
+      (error: { code?: unknown } | null) =>
+        error?.code === "40001" ? undefined : Promise.reject(error),
     );
     if (row === undefined) return { holder: holderOf(false) };
     if (row.taken === token) return { taken: token };
@@ -362,9 +362,4 @@ function foreignColumns(catalog: Row): string | undefined {
     return `its columns deleted_at (${deletedAt}), seen (${seen}) and ${KEY} (${key}) are not the sink's (timestamptz, bigint, text): it was not made by this sink`;
   }
   return undefined;
-}
-
-/** Whether a driver's `error` is PostgreSQL's serialization failure (SQLSTATE 40001), as `pg` and postgres.js give it. */
-function serializationFailure(error: unknown): boolean {
-  return (error as { code?: unknown } | null)?.code === "40001";
 }
