@@ -37,7 +37,7 @@ export function takeFileLock(
     if (current === undefined) return { holder: "a run that just ended" };
     const over = stale(path, current) &&
       await takeOver(path, token, current.owner, { stale, now });
-    // Its owner names the dead run's files only in a token's shape (a planted `../x` would name another file: r200 R3).
+    // Its owner names the dead run's files only in a token's shape (a planted `../x` would name another file).
     if (over) {
       return taken(isRunToken(current.owner) ? current.owner : undefined);
     }
@@ -52,9 +52,8 @@ function held(
   previous: string | undefined,
 ) {
   let lost = false;
-  // Lost once the file is gone or names another run; a file that cannot be read (EMFILE, EIO) is no takeover (r221a F2:
-  // a write's own failure was told as "another run took it over", its cause dropped): not refreshed this time, or a
-  // file error.
+  // Lost once the file is gone or names another run; one that cannot be read (EMFILE, EIO) is no takeover, just not
+  // refreshed this time.
   const stop = keepRefreshed(REFRESH_EVERY, async () => {
     const mine = await withFile(path, "write", async (file) => {
       if (parse(await file.readFile("utf8")).owner !== token) return false;
@@ -84,10 +83,7 @@ function held(
   };
 }
 
-/**
- * Creates the lock file with this run's token, stamped by the run's clock (judged by it, the file system's time could
- * read as stale); false when one exists.
- */
+/** Creates the lock file with this run's token, stamped by the run's clock (which judges it); false when one exists. */
 async function create(path: string, token: string, now: () => number) {
   const content: LockContent = { owner: token, pid: process.pid };
   return await withFile(path, "create", async (file) => {

@@ -24,9 +24,8 @@ const FILE_MODE = 0o600;
 const NEW = O_WRONLY | O_CREAT | O_EXCL;
 
 /**
- * What is at `path`, or undefined. `plain`: a file no user makes (a lock, a rewrite, SQLite's journals): a second name
- * of one was planted, a folder (whose nlink counts its entries) is no file. @throws {SyncError} (`"link"`) For a
- * symbolic link, or a hard link `plain`; (`"file"`) For what is not a file, `plain`.
+ * What is at `path`, or undefined. `plain`: a file no user makes (a lock, a rewrite, SQLite's journals), so a hard link
+ * to one was planted, and a folder (whose nlink counts its entries) is no file. @throws {SyncError} (`"link"`, `"file"`)
  */
 export async function statOf(path: string, plain = false) {
   const info = await lstat(path).catch((error) => {
@@ -54,10 +53,7 @@ function statOfSync(path: string, plain = false) {
   }
 }
 
-/**
- * Which file `path` names now (device:inode, looked up at `at`), to tell later it was replaced.
- * @throws {SyncError} (`"file"`) When there is none, or it cannot be looked at.
- */
+/** Which file `path` names now (device:inode, looked up at `at`), to tell later it was replaced. @throws {SyncError} (`"file"`) */
 export function identityOf(path: string, at: string = path): string {
   try {
     const { dev, ino } = lstatSync(at);
@@ -94,13 +90,11 @@ export function createPrivate(
 
 /**
  * Opens `path` to `"read"`, `"write"` (never truncated) or `"create"` (new, 0600; else EEXIST as a `"file"` error's
- * cause), checking the handle is the path's own file.
- * @throws {SyncError} (`"link"`) For a link, another name of its file, or a swap while opened; (`"file"`) otherwise.
+ * cause), checking the handle is the path's own file. @throws {SyncError} (`"link"`, `"file"`)
  */
 export async function openFile(path: string, how: How, tries = 3) {
   const flags = { read: O_RDONLY, write: O_RDWR, create: NEW }[how];
-  // Deno's node:fs ignores O_NOFOLLOW, so a link (even one swapped in after a look) is followed: hence no look first,
-  // and the check of the handle below before anyone writes through it.
+  // Deno's node:fs ignores O_NOFOLLOW and follows a link (even one swapped in after a look): the handle is checked below.
   const file = await open(path, flags | O_NOFOLLOW | O_NONBLOCK, FILE_MODE)
     .catch(async (error) => {
       // A link the open could not follow (dangling, or O_EXCL met it).

@@ -380,9 +380,8 @@ export function itemLines(
 }
 
 /**
- * Whether `text` reads back as `item`'s key (id and sort value), which the next cycle reads from the line. Checked
- * for every item: a plain object too may lose it (a non-enumerable id, an `id` function over a nested Date, Map or
- * `toJSON`), and a line that cannot be keyed failed every cycle after it. One parse a line.
+ * Whether `text` reads back as `item`'s key (id and sort value), which the next cycle reads from the line: a plain
+ * object too may lose it (a non-enumerable id, a nested Date, Map or `toJSON`), failing every cycle after it.
  */
 function readsBack(item: unknown, text: string, keyOf: KeyOf | undefined) {
   if (!keyOf) return true;

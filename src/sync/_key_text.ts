@@ -70,9 +70,10 @@ function unitsOf(text: string): string {
   for (let i = 0; i < text.length; i++) {
     const byte = text.charCodeAt(i);
     if (byte !== 0x7f) out += String.fromCharCode(byte - 2);
-    else {out += String.fromCharCode(
-        parseInt(text.slice(i + 1, (i += 4) + 1), 16),
-      );}
+    else {
+      out += String.fromCharCode(parseInt(text.slice(i + 1, i + 5), 16));
+      i += 4;
+    }
   }
   return out;
 }

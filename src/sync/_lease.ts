@@ -36,10 +36,7 @@ export function holderOf(stale: boolean, owner?: string | null): string {
   return pid === undefined ? "another run" : `pid ${pid}`;
 }
 
-/**
- * A sink's `lockWait` (ms up to what a timer can wait, or Infinity), once its `now` and `onLockWait` are functions.
- * @throws {RangeError} (`option: "lockWait"`) @throws {TypeError} (`option: "now"`, `"onLockWait"`)
- */
+/** A sink's `lockWait` (ms up to what a timer can wait, or Infinity), once `now` and `onLockWait` are functions. */
 export function checkLockWait(
   options: { lockWait?: unknown; now?: unknown; onLockWait?: unknown } = {},
   context: string,
@@ -105,9 +102,8 @@ export function lockLost(what: string): SyncError {
 }
 
 /**
- * Settles as `run`, or, once `signal` aborts, with its reason at the latest STALE_AFTER later: a sink's call that hangs
- * (a database that stopped answering) holds the run no longer than its lock stays fresh, while a run that ends sooner
- * has let go of its lock first (a process that exits at once leaves none behind).
+ * Settles as `run`, or with `signal`'s reason at most STALE_AFTER after it aborts: a sink's call that hangs (a database
+ * that stopped answering) holds the run no longer than its lock stays fresh; one that ends sooner lets it release first.
  */
 export function settledOrAborted<T>(
   run: Promise<T>,

@@ -6,7 +6,6 @@ import { Buffer } from "node:buffer";
 import { tried } from "../core/_check.ts";
 import { STALE_AFTER } from "./_lease.ts";
 import * as kit from "./_sql_sink.ts";
-import type { KeyRange } from "./_key_text.ts";
 
 /** `left(sha256(item as jsonb prints it), 32 hex digits)`, the fingerprint of a stored item. */
 export function fingerprintOf(item: string): string {
@@ -67,10 +66,9 @@ export function copySql(
 }
 
 /**
- * Creates the tables (`T`, quoted), and the columns earlier versions lacked (the checkpoint becomes text: jsonb cannot
- * hold an edge id with a NUL; a table of items gets `deleted_at` and the key column (NULL: keyed by `unseenBetween`),
- * indexed over live rows, named by PostgreSQL within its 63 bytes). A `seen` column an earlier 0.4 build marked each
- * row with becomes rows of the seen log (so a cycle under way goes on), then goes.
+ * Creates the tables (`T`, quoted) and the columns earlier versions lacked: the checkpoint becomes text (jsonb cannot
+ * hold an edge id with a NUL); the key column (NULL until `unseenBetween` keys it) is indexed over live rows, the index
+ * named by PostgreSQL within 63 bytes; an early 0.4 build's `seen` column becomes rows of the seen log, then goes.
  */
 export function createSql(T: string): string {
   const { CHECKPOINT_TABLE: C, STAGE_TABLE: S, LEASE_TABLE: L } = kit;
@@ -146,32 +144,9 @@ export const keySql = (table: string) =>
   `UPDATE ${table} t SET ${KEY} = k.value ->> 1 FROM json_array_elements($1::text::json) AS k (value)
   WHERE t.id = k.value ->> 0 AND t.${KEY} IS NULL`;
 
-/** The live rows of `range` cycle `cycle` has not seen (`KeyedCopy`): each bound given a parameter, for the index. */
-export function unseenSql(
-  table: string,
-  target: string,
-  cycle: number,
-  range: KeyRange,
-  most: number,
-): { sql: string; params: string[] } {
-  const params = [`${cycle}`, `${Math.floor(Math.min(most, 2 ** 53))}`, target];
-  const sql =
-    `SELECT id, ${KEY} AS key FROM ${table} t WHERE deleted_at IS NULL AND ${KEY} IS NOT NULL
-  AND ${unseenIn("t", "$3::text", "$1::text::bigint")}${inRange(range, params)}
-  ORDER BY ${KEY}${range.descending ? " DESC" : ""} LIMIT $2::text::bigint`;
-  return { sql, params };
-}
-
-/** The conditions that keep a row's key in `range`: each bound given a parameter (pushed on `params`), for the index. */
-export function inRange(
-  { after, upTo, descending }: KeyRange,
-  params: string[],
-): string {
-  const bound = (op: string, key: string | null) =>
-    key === null ? "" : ` AND ${KEY} ${op} $${params.push(key)}::text`;
-  const [past, within] = descending ? ["<", ">="] : [">", "<="];
-  return `${bound(past, after)}${bound(within, upTo)}`;
-}
+/** Binds a key as the next parameter of `params`. */
+export const bindTo = (params: string[]) => (key: string) =>
+  `$${params.push(key)}::text`;
 
 /**
  * Whether cycle `cycle` of `target` has not logged the id of row `row` seen: one lookup of the log's key a row. Not

@@ -73,9 +73,8 @@ export interface SqlDialect {
 }
 
 /**
- * Throws the run's abort that came while a dialect awaited before sending `write`: its rows or its cycle's end are not
- * sent (a write holding only a checkpoint, what an aborted run did, still is). PostgreSQL, after its change table's round
- * trip, sent a run's first batch after Ctrl-C (r166c F1).
+ * Throws the run's abort that came while a dialect awaited before sending `write`, unless the write holds only a
+ * checkpoint (what an aborted run did): PostgreSQL sent a first batch after Ctrl-C, past its change table's round trip.
  */
 export function stopIfAborted({ rows, context, signal }: SqlBatch): void {
   if (rows.ids.length > 0 || context?.endsCycle) signal?.throwIfAborted();
@@ -153,7 +152,7 @@ export function sinkOptions(
   names: readonly string[],
   context: string,
 ): { table: string; lockWait: number } {
-  // First: a misspelt `tabel` is named, not taken for a table missing (review r181 R3).
+  // First: a misspelt `tabel` is named as such, not taken for a missing table.
   requireKnownOptions(options, names, context);
   const table = options.table;
   if (
@@ -300,14 +299,37 @@ export const keysWrong = (rows: readonly Row[], keyOf: Ask[3]) =>
 export const unkeySql = (table: string, when = "") =>
   `UPDATE ${table} SET partner_api_key = NULL WHERE partner_api_key IS NOT NULL${when}`;
 
+/** The conditions that keep a row keyed and its key in `range`, each bound a parameter (`bind`), for the index. */
+export function inRange(
+  { after, upTo, descending }: KeyRange,
+  bind: (key: string) => string,
+): string {
+  const bound = (op: string, key: string | null) =>
+    key === null ? "" : ` AND partner_api_key ${op} ${bind(key)}`;
+  const [past, within] = descending ? ["<", ">="] : [">", "<="];
+  const keyed = " AND partner_api_key IS NOT NULL";
+  return `${keyed}${bound(past, after)}${bound(within, upTo)}`;
+}
+
+/** The live rows of `range` a cycle has not seen (`unseen`: the dialect's test of row `t`), in its order, at most `limit`. */
+export const unseenSql = (
+  table: string,
+  range: KeyRange,
+  bind: (key: string) => string,
+  unseen: string,
+  limit: string,
+) =>
+  `SELECT id, partner_api_key AS key FROM ${table} t WHERE deleted_at IS NULL AND ${unseen}${
+    inRange(range, bind)
+  } ORDER BY partner_api_key${range.descending ? " DESC" : ""} LIMIT ${limit}`;
+
 /** `"<table>_changes"`, the change table of a quoted table. */
 export const changeTableOf = (table: string) =>
   `"${table.slice(1, -1)}_changes"`;
 
 /**
- * What a copy holds, as a dialect reads it: the checkpoint row's text, the table's rows now (0 without one), the rows
- * and last row (`fingerprint:id`) recorded with the checkpoint (none as 0.3 kept), the fingerprint `found` of the row
- * `last` names now, and why the copy is not this sink's (`foreign`), seen before its rows are.
+ * What a copy holds, as a dialect reads it: the checkpoint row's text, the table's rows now, the rows and last row
+ * (`fingerprint:id`) recorded with it (0.3 kept none), the fingerprint `found` of that row now, and why it is foreign.
  */
 export interface CopyState {
   readonly checkpoint?: string | null | undefined;

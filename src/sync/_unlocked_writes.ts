@@ -1,11 +1,9 @@
-// Internal: which writes without lock() of one JSONL sink still stand on what their callers saw. A caller sees the copy
-// through load() and the sink's commits, and may pipeline writes, each built on the ones before. Not knowing what a
-// batch was built on, the sink judges by time: a write stands while the copy changed only by the sink's writes in line
-// since its caller's last sight of it (never seen: since the sink's first look, at the first write's turn), and no write
-// of the sink failed since its caller's last load() or commit under lock() (reviews found every narrower rule letting an
-// older checkpoint stand). Writes under lock() are not judged: one built on a failed one is the caller's own. Every
-// load() is the caller's: a poll while the sink writes belongs on another sink (docs/sync.md), or it would tell writes
-// built on a failed one that their caller saw it.
+// Internal: which writes without lock() of one JSONL sink still stand on what their callers saw (through load() and
+// the sink's commits; writes may be pipelined). Not knowing what a batch was built on, the sink judges by time: a write
+// stands while the copy changed only by the sink's writes in line since its caller's last sight of it (never seen:
+// since the sink's first look), and no write failed since its caller's last load() or commit under lock() (every
+// narrower rule let an older checkpoint stand). Writes under lock() are not judged; every load() is the caller's (a
+// poll while the sink writes belongs on another sink: docs/sync.md).
 
 /** What a write in line was called after: its caller's last sight of the copy, and last load(). */
 export type Sighting = Readonly<{ seen: number; loaded: number }>;
@@ -25,9 +23,8 @@ export class UnlockedWrites {
   /** The copy's look, as a check found it now: another than the one known is a change the sink did not make. */
   checked(look: string): void {
     const at = ++this.#clock;
-    // Dated just before this look: a caller saw the copy only at a check (a load()) or a commit, which its check (or a
-    // lock held since one) came before, so none saw the change (dated after the look before, a write called between
-    // the two was taken for one that saw it).
+    // Dated just before this look, not after the one before: no caller saw the change, as a caller sees the copy only
+    // at a check or a commit, and a write called between the two looks would be taken for one that saw it.
     if (this.#known && this.#known.look !== look) this.#changed = at - 0.5;
     this.#known = { look, at };
   }

@@ -60,12 +60,12 @@ const JSONL_OPTIONS = optionNames<JsonlSinkOptions>()(
 );
 
 /**
- * A sink that appends items to a JSONL file, one JSON object per line. `<path>.checkpoint.json` (checkpoint, committed
- * length, fingerprints of the first and last lines) is replaced after the lines are synced: that is the commit. `load()` changes
- * nothing and refuses a file the sink did not make, a damaged side file, or a copy cut or changed (`SyncError`
+ * A sink that appends items to a JSONL file, one JSON object per line; the commit is replacing `<path>.checkpoint.json`
+ * (checkpoint, committed length, first and last lines' fingerprints) once the lines are synced. `load()` changes nothing
+ * and refuses a file the sink did not make, a damaged side file, or a copy cut or changed (`SyncError`
  * `"sink-mismatch"`). A sweep cycle writes `<path>.rewrite`, renamed over the copy once complete; `<path>.lock` keeps
- * runs apart. No file is opened through a link (`"link"`); new files are 0600. Needs read and write permission on
- * the path and `<path>.*`. More: docs/sync.md, "What a sink promises".
+ * runs apart. No file is opened through a link (`"link"`); new files are 0600. Needs read and write permission on the
+ * path and `<path>.*`. More: docs/sync.md, "What a sink promises".
  *
  * @example Lines and checkpoint
  * ```ts
@@ -170,10 +170,7 @@ class JsonlCopy {
     this.#ours.clear(); // a new run: lines past the committed end are a killed run's, cut once the end is checked
   }
 
-  /**
-   * Once the run holds the copy, before any write: finishes a completed cycle's pending rename, or records a state the
-   * check decided (a run that wrote nothing left it undecided). Never from `load()`, which changes nothing.
-   */
+  /** Once the run holds the copy, never from `load()`: finishes a cycle's pending rename, or records what the check decided. */
   async #settle(): Promise<void> {
     const committed = this.#committed;
     if (committed?.renaming) await this.#renameOver();
@@ -206,12 +203,10 @@ class JsonlCopy {
     try {
       await this.#exclusive(async () => {
         this.#lock = lock;
-        // A dead run's side file under way, which only it would have renamed or removed (r196a F1: they piled up); best
-        // effort, as a failed run's own removal is.
-        const { previous } = taken, { side } = this.#files;
-        if (previous) {
-          await removeFile(`${side}.${previous}.tmp`).catch(() => {});
-        }
+        // A dead run's temporary side file, which only it would have renamed or removed: best effort.
+        const dead = taken.previous &&
+          `${this.#files.side}.${taken.previous}.tmp`;
+        if (dead) await removeFile(dead).catch(() => {});
         await this.#check();
         judge?.();
         await this.#settle();
@@ -224,9 +219,8 @@ class JsonlCopy {
   }
 
   /**
-   * Which of `ids` the copy holds: its ids read once a run, then the head's added; with `cycle`, those its rewrite
-   * holds too (read each time: asked only before a refusal). Past the window guard's size, not known: holding a million
-   * ids costs more than telling a moved item from a new one.
+   * Which of `ids` the copy holds (its ids read once a run, the head's added), with `cycle` also its rewrite's (read
+   * each time: asked only before a refusal). Unknown past the window guard's size: a million ids cost too much to hold.
    */
   holds(ids: readonly string[], keyOf: KeyOf, cycle?: number) {
     return this.#holds(ids, keyOf, cycle).catch((error) => this.#lostOr(error));
@@ -263,10 +257,7 @@ class JsonlCopy {
     }
   }
 
-  /**
-   * A read or write of the copy that failed: `"lock-lost"` if another run took the copy over meanwhile (it moved the
-   * lines under the read: r219a F1, a sound copy called changed, to be replaced), else its own error.
-   */
+  /** A failed read or write of the copy: `"lock-lost"` if another run took it over meanwhile (moving lines under the read), else its own error. */
   async #lostOr(error: unknown): Promise<never> {
     const lost = await this.#lock?.assertHeld().then(() => {}, (why) => why);
     throw lost instanceof SyncError && lost.reason === "lock-lost"
@@ -319,7 +310,7 @@ class JsonlCopy {
       return done;
     } catch (error) {
       this.#unlocked.failed(); // under lock() too: for a write without it after the release
-      return await this.#lostOr(error); // a cycle's end reads the copy too (r220a F2)
+      return await this.#lostOr(error); // a cycle's end reads the copy too
     }
   }
 
@@ -377,9 +368,8 @@ class JsonlCopy {
   }
 
   /**
-   * The copy's last line of each item the batch skipped, or row its cycle's end keeps (`context.kept`), that the cycle
-   * under way has not met (in its rewrite, or the head's since it began), written again: the cycle keeps it as it was,
-   * as SQL sinks keep its row, seen. Read only when a batch skips or keeps one.
+   * The copy's last line of each item the batch skipped or the cycle's end keeps (`context.kept`) that the cycle has not
+   * met, to write again: kept as it was, as SQL sinks keep its row, seen. Read only when a batch skips or keeps one.
    */
   async #linesHeld(
     { written, skipped, keyOf, context }: HeldBatch,
@@ -399,10 +389,7 @@ class JsonlCopy {
     return [...lines].filter(([id]) => !met.has(id)).map(([, l]) => l).join("");
   }
 
-  /**
-   * The rewrite and `tail` without the lines `drop` names (an item's earlier lines), over the rewrite; the record names
-   * no rewrite meanwhile: a run killed here begins the cycle again.
-   */
+  /** The rewrite and `tail` without the lines `drop` names (an item's earlier lines); a run killed meanwhile begins the cycle again. */
   async #dropLines(end: FileEnd, tail: string, drop: readonly number[]) {
     const { checkpoint, end: copyEnd } = this.#committed!;
     const { sweep: _, ...before } = checkpoint!;
@@ -446,8 +433,8 @@ class JsonlCopy {
     if (bytes.length === 0) return from; // nothing checked or cut: not yet this run's file
     const file = await openToWrite(path, from.length === 0);
     try {
-      // The last look before the cut, the lock ours: lines past the committed end are a write's of ours whose commit
-      // failed (refused as after any failed write: a write after it may count their items), else this run lost the copy.
+      // Lines past the committed end are ours from a write whose commit failed (refused: a later write may count their
+      // items), else this run lost the copy.
       const size = (await file.stat()).size;
       const left = this.#ours.get(path);
       await this.#lock?.assertHeld();
@@ -455,8 +442,8 @@ class JsonlCopy {
         if (size !== left) throw lockLost(path);
         throw sinkMismatch(this.#files.copy, REFUSED.failed, REFUSED.instead);
       }
-      // Shorter than committed, or (at the run's first write) its first or last line another, though the lock is ours:
-      // another process removed, cut or replaced it. Never a write past its end: that hole would read as NUL bytes.
+      // Shorter than committed, or its first or last line another at the run's first write: another process removed,
+      // cut or replaced it. Never a write past its end: that hole would read as NUL bytes.
       const cut = "another process removed or cut it";
       if (size < from.length) throw fileError(path, "write", new Error(cut));
       if (left === undefined) await expectEnd(this.#files, path, from);

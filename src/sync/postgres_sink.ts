@@ -7,20 +7,20 @@ import { holderOf, lockLost } from "./_lease.ts";
 import { tooManyDeletes } from "./_deletes.ts";
 import * as kit from "./_sql_sink.ts";
 import {
+  bindTo,
   CATALOG_SQL,
   CHANGES_CATALOG_SQL,
   CHANGES_COLUMNS,
   copySql,
   createChangesSql,
   createSql,
-  inRange,
   KEY,
   keySql,
   LEASE_SQL,
   OTHER_SAVED,
   postgresText,
   unkeyedSql,
-  unseenSql,
+  unseenIn,
 } from "./_postgres_sql.ts";
 import { type KeyRange, storedKey } from "./_key_text.ts";
 import { writeStatement } from "./_postgres_write.ts";
@@ -182,8 +182,8 @@ class PostgresDialect implements kit.SqlDialect {
   async take(token: string): Promise<{ taken: string } | { holder: string }> {
     // Under REPEATABLE READ or SERIALIZABLE, a lease row another run writes meanwhile fails the take (40001): held.
     const row = await this.#row(LEASE_SQL.take, [this.#target, token]).catch(
-      (error) =>
-        serializationFailure(error) ? undefined : Promise.reject(error),
+      (error: { code?: unknown } | null) =>
+        error?.code === "40001" ? undefined : Promise.reject(error),
     );
     if (row === undefined) return { holder: holderOf(false) };
     if (row.taken === token) return { taken: token };
@@ -247,7 +247,7 @@ class PostgresDialect implements kit.SqlDialect {
 
   async liveCount(range?: KeyRange): Promise<number> {
     const params: string[] = [];
-    const within = range && ` AND ${KEY} IS NOT NULL${inRange(range, params)}`;
+    const within = range && kit.inRange(range, bindTo(params));
     const sql =
       `SELECT count(*)::text AS n FROM ${this.#table} WHERE deleted_at IS NULL${
         within ?? ""
@@ -270,8 +270,12 @@ class PostgresDialect implements kit.SqlDialect {
 
   async unseenBetween(...[cycle, range, most, keyOf, signal]: kit.Ask) {
     await this.#keyed.get(keyOf, signal);
-    const unseen = unseenSql(this.#table, this.#target, cycle, range, most);
-    const rows = await this.#read(unseen.sql, unseen.params);
+    const top = `${Math.floor(Math.min(most, 2 ** 53))}`;
+    const params = [this.#target, `${cycle}`, top], bind = bindTo(params);
+    const unseen = unseenIn("t", "$1::text", "$2::text::bigint");
+    const limit = "$3::text::bigint";
+    const sql = kit.unseenSql(this.#table, range, bind, unseen, limit);
+    const rows = await this.#read(sql, params);
     return rows.map(({ id, key }) => ({ id: `${id}`, key: `${key}` }));
   }
 
@@ -358,9 +362,4 @@ function foreignColumns(catalog: Row): string | undefined {
     return `its columns deleted_at (${deletedAt}), seen (${seen}) and ${KEY} (${key}) are not the sink's (timestamptz, bigint, text): it was not made by this sink`;
   }
   return undefined;
-}
-
-/** Whether a driver's `error` is PostgreSQL's serialization failure (SQLSTATE 40001), as `pg` and postgres.js give it. */
-function serializationFailure(error: unknown): boolean {
-  return (error as { code?: unknown } | null)?.code === "40001";
 }

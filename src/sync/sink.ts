@@ -47,10 +47,7 @@ export interface SyncCheckpoint {
   readonly accepted?: number;
   /** The smallest page size the service refused (a 400) or cut: no window asks that many for 8 cycles. */
   readonly refusedLimit?: number;
-  /**
-   * Descending only: the head pass under way (top down to `edge`): where it stands, and the newest item it committed
-   * (`edge` once it ends).
-   */
+  /** Descending only: the head pass under way (top down to `edge`), where it stands and the newest item it committed. */
   readonly head?: {
     readonly edge: SyncCheckpoint["edge"];
     readonly offset: number;
@@ -168,9 +165,9 @@ export interface SyncSink<T> {
   /** False for a sink that keeps no change table (`changes: true` is refused for it). */
   readonly keepsChanges?: boolean;
   /**
-   * Which of `ids` the copy holds as live rows (undefined: it cannot tell), and with `cycle`, also those sweep cycle
-   * `cycle` read and keeps for its end (staged); reads only. With it, a head window where the copy's last item is gone,
-   * or a sweep window read twice alike, commits only if it holds rows of the copy.
+   * Which of `ids` the copy holds as live rows (undefined: it cannot tell), with `cycle` also those that sweep cycle
+   * staged for its end; reads only. With it, a head window past a gone last item, or a sweep window read twice alike,
+   * commits only if it holds rows of the copy.
    */
   holds?(
     ids: readonly string[],
@@ -178,10 +175,9 @@ export interface SyncSink<T> {
     cycle?: number,
   ): Promise<ReadonlySet<string> | undefined>;
   /**
-   * The copy's live rows (not removed or marked), each with whether sweep cycle `cycle` saw it and its item as stored
-   * (a seen row's may be left out); `keyOf` reads an id the store keeps none of; past `most` rows it may list none.
-   * Reads only, under the run's lock, a page at a time. With it, `syncList` judges the guard before each sweep window
-   * commits (a sweep answered with another list stops at its first window past `maxDeletes`); without, at the end.
+   * The copy's live rows, each with whether sweep cycle `cycle` saw it and its item as stored (a seen row's may be left
+   * out); `keyOf` reads an id the store keeps none of; past `most` rows it may list none. Reads only, a page at a time.
+   * With it, `syncList` judges the guard before each sweep window commits; without, at the cycle's end.
    *
    * @example A sink that lists its rows for the guard
    * ```ts
@@ -304,8 +300,8 @@ export interface SyncWriteContext {
     readonly recent?: { readonly deleted: number; readonly largest: number };
   };
   /**
-   * Ending a cycle: rows (by id) it keeps as they are, seen, though no batch wrote them: rows earlier runs of the cycle
-   * passed unseen that its last run could not read again (out of requests or time). A sink that ignores it removes them.
+   * Ending a cycle: ids of rows it keeps, seen, though no batch wrote them (its last run could not read them again);
+   * a sink that ignores it removes them.
    */
   readonly kept?: readonly string[];
   /** An item's place in the order and its id (the JSONL sink tells a cycle's changes apart by it). */

@@ -31,7 +31,7 @@ import {
   type Statements,
   statements,
 } from "./_sqlite_sql.ts";
-import { boundsOf, keyedCopy } from "./_sqlite_keys.ts";
+import { keyedCopy } from "./_sqlite_keys.ts";
 import type { KeyRange } from "./_key_text.ts";
 import {
   BUSY_STEP,
@@ -94,7 +94,8 @@ export interface SqliteSink<T> extends SyncSink<T>, Disposable {
  *
  * `load()` changes nothing: a table with rows but no checkpoint, or whose row count or last row differs from the record,
  * is refused (`SyncError` `"sink-mismatch"`). Ids compare as strings; an id that is not well-formed Unicode or holds a
- * NUL, or an item JSON cannot hold (a `BigInt`, a cycle), is skipped and reported. A database file or its journal is never opened through a symbolic or hard link (`"link"`); a new one is 0600.
+ * NUL, or an item JSON cannot hold (a `BigInt`, a cycle), is skipped and reported. A database file or its journal is
+ * never opened through a symbolic or hard link (`"link"`); a new one is 0600.
  *
  * @param database A file path (opened in WAL mode, closed by `close()`) or an open `DatabaseSync` (yours to close).
  * @param options The table, and how long to wait for another run.
@@ -272,9 +273,8 @@ class SqliteDialect implements kit.SqlDialect {
     return st.holder.get(this.#target) as LockSighting | undefined;
   }
 
-  // Neither waits long in SQLite for another connection's write lock (it blocks the thread): a refresh tries again on
-  // timers for most of the second until the next, lest a program of yours that keeps taking the lock make the lease
-  // go stale; a release tried once leaves a lease that goes stale.
+  // Neither waits long for another connection's write lock (SQLite's wait blocks the thread): a refresh tries again on
+  // timers for most of the second, lest the lease go stale; a release tried once leaves one that goes stale.
   async refresh(token: string): Promise<void> {
     for (let tries = 1; this.#db.isOpen; tries++) {
       const st = this.#statements(), at = this.#now();
@@ -342,18 +342,18 @@ class SqliteDialect implements kit.SqlDialect {
     return this.#changes ??= changeTable(this.#db, this.#table, at);
   }
 
-  failure(error: unknown): unknown {
-    return failureOf(this.#db, this.what, this.#file, error);
-  }
+  readonly failure = (error: unknown) =>
+    failureOf(this.#db, this.what, this.#file, error);
 
   liveCount(range?: KeyRange): number {
-    const st = this.#statements();
-    if (range === undefined) return (st.live.get() as { n: number }).n;
-    // The keyed live rows in it, from the key's index.
-    const [past, within] = range.descending ? ["<", ">="] : [">", "<="];
+    this.#statements();
+    const keys: string[] = [];
+    const within = range && kit.inRange(range, (key) => `?${keys.push(key)}`);
     const sql =
-      `SELECT count(*) AS n FROM ${this.#table} WHERE deleted_at IS NULL AND partner_api_key ${past} ? AND partner_api_key ${within} ?`;
-    return Number(this.#db.prepare(sql).get(...boundsOf(range))!.n);
+      `SELECT count(*) AS n FROM ${this.#table} WHERE deleted_at IS NULL${
+        within ?? ""
+      }`;
+    return Number(this.#db.prepare(sql).get(...keys)!.n);
   }
 
   liveOf(ids: readonly string[], cycle?: number): string[] {
