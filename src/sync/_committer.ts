@@ -77,7 +77,7 @@ export class Committer<T> {
     this.#start(batch, checkpoint, phase, more);
   }
 
-  /** `#recordNow` once the batch before is committed, unless aborted: checked in the write's own turn (r97 F2). */
+  /** `#recordNow` once the batch before is committed, unless aborted: checked in the write's own turn. */
   async flush(phase: Phase, checkpoint: SyncCheckpoint): Promise<void> {
     await this.#writing;
     this.#config.signal?.throwIfAborted();
