@@ -3,8 +3,8 @@
 // windows: one the list holds again is seen and stays.
 
 import { sweepStart } from "./_checkpoint.ts";
-import { type Committed, type PassRun, runPass } from "./_pass.ts";
-import type { Committer } from "./_committer.ts";
+import { type Committed, runPass } from "./_pass.ts";
+import type { SweepRun } from "./_committer.ts";
 import { copyReader, refuseForeign } from "./_cycle_end.ts";
 import { foreignPage } from "./_foreign_page.ts";
 import { keyOfText, keyText } from "./_key_text.ts";
@@ -21,9 +21,6 @@ const CONFIRM_READS = 32;
 /** Rows left unconfirmed read from the copy at a time. */
 const KEPT_AT_A_TIME = 10_000;
 
-/** What confirming needs of the run. */
-type ConfirmRun<T> = PassRun<T> & { readonly committer: Committer<T> };
-
 /**
  * Reads again, before the cycle of `cursor` ends, the rows of the copy the cycle has not seen that lie before
  * `cursor.edge`: each seen now (and its window's rows) is committed, and leaves `guard`'s count. Stops at CONFIRM_READS
@@ -31,7 +28,7 @@ type ConfirmRun<T> = PassRun<T> & { readonly committer: Committer<T> };
  * spread by it has no time left, so no deleted row would ever be removed.
  */
 export async function confirmPassed<T>(
-  run: ConfirmRun<T>,
+  run: SweepRun<T>,
   cursor: SweepCursor,
   guard: WindowGuard | undefined,
 ): Promise<readonly string[]> {
@@ -87,7 +84,7 @@ export async function confirmPassed<T>(
  * not at it; a guess too far is sought back no further than `standing`.
  */
 async function readFrom<T>(
-  { config, committer }: ConfirmRun<T>,
+  { config, committer }: SweepRun<T>,
   { seek: _, misses: __, ...cursor }: SweepCursor,
   key: string,
   { done, standing, copy }: {

@@ -2,8 +2,7 @@
 // its deletes (corrected to the sink's count), and a refusal recorded (the cycle given up) before the run fails.
 
 import { afterDeletes, afterSweepWindow } from "./_checkpoint.ts";
-import type { Committer } from "./_committer.ts";
-import type { SyncConfig } from "./_config.ts";
+import type { CycleRun } from "./_committer.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import {
   confirms,
@@ -23,9 +22,6 @@ import { isKeyed } from "./_key_text.ts";
 import { SyncError } from "./sync_error.ts";
 import type { Committed } from "./_pass.ts";
 import type { WindowState } from "./_window.ts";
-
-/** What a cycle's end needs of the run. */
-type CycleRun<T> = Readonly<{ config: SyncConfig<T>; committer: Committer<T> }>;
 
 /**
  * The window ending a cycle (`before`: its checkpoint): the guard's figures for the sink, and the checkpoint with the
@@ -51,10 +47,7 @@ export function cycleEnd<T>(
   return { at, now, before, confirmed, checkpoint, endsCycle };
 }
 
-/**
- * Commits cycle `cursor`'s end at `state`: with its last `window`, or alone once a spread cycle read again what it
- * passed (`kept`: the rows those reads left unconfirmed).
- */
+/** Commits cycle `cursor`'s end at `state`: with its last `window`, or alone (`kept`: rows left unconfirmed). */
 export async function commitEnd<T>(
   run: CycleRun<T>,
   guard: WindowGuard | undefined,

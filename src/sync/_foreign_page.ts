@@ -1,17 +1,14 @@
 // Internal: whether a sweep window is another list's page, or another list's ids spliced among the list's own: judged
 // by the copy (the rows it passes, those it holds) and, where the copy cannot tell, by a read at another address.
 
-import type { Committer } from "./_committer.ts";
 import type { SyncConfig } from "./_config.ts";
+import type { CycleRun, SweepRun } from "./_committer.ts";
 import type { SweepCursor } from "./sink.ts";
 import type { WindowGuard } from "./_window_guard.ts";
 import { isKeyed, keyOfText, keyText } from "./_key_text.ts";
-import { type Committed, listHead, type PassRun } from "./_pass.ts";
+import { type Committed, listHead } from "./_pass.ts";
 import { compareKeys } from "./_key_order.ts";
 import { MIN_WINDOW, type SyncKey } from "./_window.ts";
-
-/** What a judgement needs of the run. */
-type JudgeRun<T> = Readonly<{ config: SyncConfig<T>; committer: Committer<T> }>;
 
 /**
  * Whether `window`, holding none of the copy's live rows where its range passes rows the cycle has yet to see, is another
@@ -19,7 +16,7 @@ type JudgeRun<T> = Readonly<{ config: SyncConfig<T>; committer: Committer<T> }>;
  * another address (its size one less, or more) shows the same items there; a read that tells nothing refuses.
  */
 export async function foreignPage<T>(
-  run: JudgeRun<T> & PassRun<T>,
+  run: SweepRun<T>,
   guard: WindowGuard,
   window: Committed<T>,
   { edge, cycle }: Pick<SweepCursor, "edge" | "cycle">,
@@ -49,7 +46,7 @@ export async function foreignPage<T>(
  * opening past the first row the window passes is followed by one of the page before it.
  */
 export async function splicedPage<T>(
-  run: JudgeRun<T> & PassRun<T>,
+  run: SweepRun<T>,
   guard: WindowGuard,
   window: Committed<T>,
   passes: number,
@@ -93,7 +90,7 @@ export async function splicedPage<T>(
  * items up to the edge staged by the run before, it leads to the edge as the list's own page does (`leadsToEdge`).
  */
 export async function foreignBeforeEdge<T>(
-  run: JudgeRun<T> & PassRun<T>,
+  run: SweepRun<T>,
   guard: WindowGuard,
   window: Committed<T>,
   { edge, cycle, passes, read }: {
@@ -123,7 +120,7 @@ export async function foreignBeforeEdge<T>(
  * showed none (a list gaining an item a request had moved on past it). None where they tell nothing.
  */
 async function readWithin<T>(
-  run: JudgeRun<T> & PassRun<T>,
+  run: SweepRun<T>,
   window: Committed<T>,
   keep: (key: SyncKey) => boolean,
   reads = 1,
@@ -144,7 +141,7 @@ async function readWithin<T>(
 
 /** Keys past `after`, up to `last`, in the pass's order. */
 function span<T>(
-  { config }: JudgeRun<T>,
+  { config }: CycleRun<T>,
   [after, last]: [SyncKey | null, SyncKey],
 ) {
   const sign = config.identity.sortDirection === "DESC" ? -1 : 1;
@@ -155,7 +152,7 @@ function span<T>(
 
 /** Whether `keys` hold a row of the copy that is not among `own`. */
 async function lacks<T>(
-  { config }: JudgeRun<T>,
+  { config }: CycleRun<T>,
   own: ReadonlySet<string>,
   keys: readonly SyncKey[],
 ) {
@@ -189,7 +186,7 @@ async function quarterOf<T>(
  * copy's live rows (a sink that cannot tell: false).
  */
 async function mostUnknown<T>(
-  { config, committer }: JudgeRun<T>,
+  { config, committer }: CycleRun<T>,
   ids: readonly string[],
   of: number,
   cycle?: number,
@@ -206,7 +203,7 @@ async function mostUnknown<T>(
  * copy's rows there, or holds none of them nor anything the cycle read.
  */
 async function leadsToEdge<T>(
-  { config, committer }: JudgeRun<T>,
+  { config, committer }: CycleRun<T>,
   guard: WindowGuard,
   { passed: keys = [], ids: past }: Committed<T>,
   { edge, cycle }: { edge: SyncKey; cycle: number },
@@ -249,7 +246,7 @@ async function anchored<T>(
  * `ids`, no live row at all (one confirmed emptied: `liveCount` or `liveRows`); a sink that cannot tell: false.
  */
 export async function holdsNone<T>(
-  { config, committer }: JudgeRun<T>,
+  { config, committer }: CycleRun<T>,
   ids?: readonly string[],
   cycle?: number,
 ): Promise<boolean> {

@@ -2,8 +2,8 @@
 // judged by the guard before it commits; a cycle's end commits with its last window (a spread one's: _confirm.ts).
 
 import { afterSweepWindow, sweepStart } from "./_checkpoint.ts";
-import { type Committed, listHead, type PassRun, runPass } from "./_pass.ts";
-import type { Committer } from "./_committer.ts";
+import { type Committed, listHead, runPass } from "./_pass.ts";
+import type { Committer, SweepRun } from "./_committer.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import { compareKeys } from "./_key_order.ts";
 import type { SyncKey, WindowState } from "./_window.ts";
@@ -33,9 +33,6 @@ import { confirmPassed } from "./_confirm.ts";
 import { SyncError } from "./sync_error.ts";
 import { notFound } from "./_short_end.ts";
 import { confirms } from "./_deletes.ts";
-
-/** What a sweep needs of the run. */
-export type SweepRun<T> = PassRun<T> & { readonly committer: Committer<T> };
 
 /** Spends the sweep budget on the cycle under way or a new one (`sweep: Infinity`: never one begun before the run). */
 export async function sweep<T>(

@@ -96,9 +96,8 @@ export const RESUME_MARGIN = 32;
 export const MIN_WINDOW = 25;
 
 /**
- * Judges a window of `keys` read at `plan`: one that starts at the head or at or before `edge` commits (a page is a
- * run of the list as it stood: it holds every item between `edge` and its last that existed).
- * @throws {SyncError} (`"unordered"`) When the keys break the pass's order.
+ * Judges a window of `keys` read at `plan`: one that starts at the head or at or before `edge` commits (a page holds
+ * every item between `edge` and its last that existed). @throws {SyncError} (`"unordered"`) For keys out of order.
  */
 export function judgeWindow(
   state: WindowState,

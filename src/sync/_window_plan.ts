@@ -1,6 +1,5 @@
-// Internal: where a pass's next window goes, as pure functions over its state (_window.ts judges what one proves):
-// overlapping the edge by the margin and reaching furthest, at a size up to what the service is known to honour, or
-// probing for an edge that moved.
+// Internal: where a pass's next window goes, as pure functions over its state: overlapping the edge by the margin and
+// reaching furthest, at a size the service is known to honour, or probing for an edge that moved.
 
 import {
   MIN_MARGIN,
@@ -35,10 +34,7 @@ export function followingWindow(plan: WindowPlan, state: WindowState) {
   return planAt(plan.start + plan.limit, state, windowCap(state));
 }
 
-/**
- * `planWindow` at `offset` for `state`: its last resort up to the largest size no 400 refused (this run, or its cycle's
- * runs before) and maxLimit, unless one over the cap brought nothing there.
- */
+/** `planWindow` at `offset`, its last resort up to the largest size no 400 refused this cycle (`cap` where one read none). */
 function planAt(offset: number, state: WindowState, cap: number) {
   const unrefused = Math.min(state.maxLimit, (state.rejected ?? Infinity) - 1);
   const most = state.overTried === offset ? cap : unrefused;

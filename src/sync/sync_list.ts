@@ -10,13 +10,13 @@ import {
   sweepLeft,
 } from "./_checkpoint.ts";
 import { type Committed, runPass, unjoinedPages } from "./_pass.ts";
-import { Committer } from "./_committer.ts";
+import { Committer, type SweepRun } from "./_committer.ts";
 import { listOptions, type SyncConfig, syncConfig } from "./_config.ts";
 import type { SyncCheckpoint } from "./sink.ts";
 import type { SyncKey } from "./_window.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
 import { deletesRefused } from "./_deletes.ts";
-import { sweep, type SweepRun } from "./_sweep.ts";
+import { sweep } from "./_sweep.ts";
 import { holdsNone } from "./_foreign_page.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { ownDeadlines } from "../core/_deadlines.ts";
@@ -266,8 +266,7 @@ function heldStrays<T>(
 
 /**
  * Whether the head window over the copy's last item `edge` shows another list, checked once: holding that item, it is
- * the same list; else it must hold rows of the copy, there or among its items (a sink that cannot tell is taken at
- * its word).
+ * the same list; else it must hold rows of the copy, there or among its items (a sink that cannot tell: believed).
  */
 function overlapCheck<T>(run: Run<T>, edge: SyncKey | null) {
   const { config } = run;
