@@ -24,7 +24,7 @@ type Sizes = { readonly maxLimit: number; readonly limit?: number };
 
 /**
  * Where a run starts: the saved checkpoint (or a new one), the head pass from its edge (or, descending, from the top).
- * @throws {TypeError} (`option: "sink"`) For a checkpoint that is not one, or for another path, order, direction, id field or query.
+ * @throws {TypeError} (`option: "sink"`) For a checkpoint that is not one, or another path, order, id field or query.
  */
 export function runStart(saved: unknown, identity: SyncIdentity, sizes: Sizes) {
   const checkpoint = saved === undefined
@@ -94,11 +94,9 @@ export function sweepStart(
   return {
     state: {
       ...sizing(checkpoint, sizes),
-      // A new cycle learns the page size again: a size honoured before, trusted to prove an end, would make a page the
-      // service now cuts (its largest lowered) the end of the list, each cycle.
+      // A new cycle learns the page size again: a size honoured before would make a page the service now cuts the end.
       ...(goesOn ? {} : { accepted: 0 }),
-      // The sweep pays the narrowest margin every run: a cycle costs ~⌈n / window⌉ requests; a delete more than it behind
-      // the cursor costs one window read again.
+      // The sweep pays the narrowest margin: a cycle costs ~⌈n / window⌉ requests, a delete behind it one window more.
       ...resumeAt(sweep.edge, sweep.offset, MIN_MARGIN),
       ...given({ seek: sweep.seek, misses: sweep.misses }),
       domain: { above: null, upTo: sweep.upTo },
@@ -109,9 +107,8 @@ export function sweepStart(
 }
 
 /**
- * A newest-first checkpoint once `by` items came first (its run's head committed them): the list's length (`offset`)
- * and the sweep's cursor and search `by` further on. Left where it stood, a sweep of a list growing faster than it read
- * sought its edge further every run, and each run failed once the misses it carried reached their bound (r157 F1).
+ * A newest-first checkpoint once its run's head committed `by` items first: the list's length (`offset`) and the sweep's
+ * cursor and search `by` further on (else a sweep of a list growing fast sought its edge further every run, and failed).
  */
 export function grownBy(checkpoint: SyncCheckpoint, by: number) {
   const { sweep } = checkpoint;
@@ -141,8 +138,8 @@ export function afterSweepWindow(
   if (ended) {
     const { refused: __, ...done } = rest;
     const { cycle: cycles, startedAt: verifiedAt } = sweep;
-    // A refused size is asked again every REPROBE_EVERY cycles: a transient 400, or a service that raised its limit, is
-    // not kept for good, and a list a run reads whole (a cycle a run) does not probe again every run.
+    // A refused size is asked again every REPROBE_EVERY cycles: a transient 400 is not kept for good, and a list a run
+    // reads whole does not probe again every run.
     const { refusedLimit, ...sizes } = { ...done, ...accepted(state) };
     const keep = refusedLimit !== undefined && cycles % REPROBE_EVERY !== 0;
     const kept = keep ? { refusedLimit } : {};
@@ -203,8 +200,8 @@ function accepted(state: WindowState) {
 }
 
 function sizing(checkpoint: SyncCheckpoint, sizes: Sizes) {
-  // A size refused in an earlier run of the cycle is not asked again: probing down from maxLimit every run would spend
-  // a small sweep budget on 400s, and the cycle would never end. One under the smallest window is not a page size.
+  // A size refused in an earlier run of the cycle is not asked again (probing every run would spend a small sweep budget
+  // on 400s). One under the smallest window is not a page size.
   const refused = checkpoint.refusedLimit ?? 0;
   return {
     accepted: checkpoint.accepted ?? 0,

@@ -2,7 +2,7 @@
 
 import { callListener } from "../core/_emit.ts";
 import type { SyncConfig } from "./_config.ts";
-import type { Committed } from "./_pass.ts";
+import type { Committed, PassRun } from "./_pass.ts";
 import type {
   SyncCheckpoint,
   SyncWriteContext,
@@ -15,6 +15,11 @@ type Batch<T> = Pick<Committed<T>, "items" | "ids">;
 const NOTHING = { items: [], ids: [] };
 
 const SKIPPED_IDS_SHOWN = 100;
+
+/** What a sweep needs of the run. */
+export type SweepRun<T> = PassRun<T> & { readonly committer: Committer<T> };
+/** What ending a cycle, or judging a window's list, needs of the run. */
+export type CycleRun<T> = Pick<SweepRun<T>, "config" | "committer">;
 
 /**
  * Writes batches in order, each once the one before is committed (a failed one stops the run); an empty batch only with
@@ -77,7 +82,7 @@ export class Committer<T> {
     this.#start(batch, checkpoint, phase, more);
   }
 
-  /** `#recordNow` once the batch before is committed, unless aborted: checked in the write's own turn (r97 F2). */
+  /** `#recordNow` once the batch before is committed, unless aborted: checked in the write's own turn. */
   async flush(phase: Phase, checkpoint: SyncCheckpoint): Promise<void> {
     await this.#writing;
     this.#config.signal?.throwIfAborted();

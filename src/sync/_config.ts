@@ -221,7 +221,7 @@ function sweepOptions<T>(options: SyncOptions<T>) {
     sweep,
     /**
      * `sweep: Infinity` was asked for: the copy equal to the list now. Not with a time bound: a run that cannot read the
-     * whole cycle would begin a fresh one each run, none ending (r165a F1); it goes on with the cycle under way.
+     * whole cycle would begin a fresh one each run, none ending; it goes on with the cycle under way.
      */
     fresh: options.sweep === Infinity && maxDuration === Infinity,
     /** How long the sweep may read, in ms (Infinity: no bound). */

@@ -1,10 +1,10 @@
-// Internal: a cycle spread over runs removes only what the run ending it saw missing (r152 F1). The rows earlier runs
-// of the cycle passed unseen are read again where they stand now (a pass from just before each, which finds its place
-// as a resumed sweep finds its edge), and committed as sweep windows: one the list holds again is seen and stays.
+// Internal: a cycle spread over runs removes only what the run ending it saw missing. The rows earlier runs of the
+// cycle passed unseen are read again where they stand now (a pass from just before each), and committed as sweep
+// windows: one the list holds again is seen and stays.
 
 import { sweepStart } from "./_checkpoint.ts";
-import { type Committed, type PassRun, runPass } from "./_pass.ts";
-import type { Committer } from "./_committer.ts";
+import { type Committed, runPass } from "./_pass.ts";
+import type { SweepRun } from "./_committer.ts";
 import { copyReader, refuseForeign } from "./_cycle_end.ts";
 import { foreignPage } from "./_foreign_page.ts";
 import { keyOfText, keyText } from "./_key_text.ts";
@@ -21,19 +21,14 @@ const CONFIRM_READS = 32;
 /** Rows left unconfirmed read from the copy at a time. */
 const KEPT_AT_A_TIME = 10_000;
 
-/** What confirming needs of the run. */
-type ConfirmRun<T> = PassRun<T> & { readonly committer: Committer<T> };
-
 /**
- * Reads again, before the cycle of `cursor` (this run's sweep began there) ends, the rows of the copy the cycle has not
- * seen that lie before `cursor.edge`, where earlier runs passed them: each seen now (and its window's rows) is
- * committed, and leaves `guard`'s count. Stops at CONFIRM_READS requests: the ids of the rows left unread, which the
- * cycle's end keeps (`SyncWriteContext.kept`). Not at `maxDuration`, nor cut by its timer: the run ending a cycle spread
- * by it had no time left, so each cycle kept every row earlier runs passed, and a deleted row was never removed (r162b
- * F1; r166b F3, in real time).
+ * Reads again, before the cycle of `cursor` ends, the rows of the copy the cycle has not seen that lie before
+ * `cursor.edge`: each seen now (and its window's rows) is committed, and leaves `guard`'s count. Stops at CONFIRM_READS
+ * requests: the ids of the rows left unread, which the cycle's end keeps. Not at `maxDuration`: the run ending a cycle
+ * spread by it has no time left, so no deleted row would ever be removed.
  */
 export async function confirmPassed<T>(
-  run: ConfirmRun<T>,
+  run: SweepRun<T>,
   cursor: SweepCursor,
   guard: WindowGuard | undefined,
 ): Promise<readonly string[]> {
@@ -85,12 +80,11 @@ export async function confirmPassed<T>(
 }
 
 /**
- * Where the read of the row at key text `key` starts: placed past `standing` by the copy's rows between (the list held
- * them when the cycle saw them; none is unseen), not at it (the first row cost 16 requests); a guess too far is sought
- * back no further than it (r156 G2).
+ * Where the read of the row at key text `key` starts: placed past `standing` by the copy's rows between (none unseen),
+ * not at it; a guess too far is sought back no further than `standing`.
  */
 async function readFrom<T>(
-  { config, committer }: ConfirmRun<T>,
+  { config, committer }: SweepRun<T>,
   { seek: _, misses: __, ...cursor }: SweepCursor,
   key: string,
   { done, standing, copy }: {
@@ -111,8 +105,8 @@ async function readFrom<T>(
 }
 
 /**
- * A key just before `key` in the pass's order: a pass standing there reads `key` next (ascending, an id between is
- * read again too). Not before the whole sort value: past a window of ties, every row was sought back to them (r156 G1).
+ * A key just before `key` in the pass's order: a pass standing there reads `key` next. Not before the whole sort value:
+ * past a window of ties, every row would be sought back to them.
  */
 function justBefore({ value, id }: SyncKey, descending: boolean): SyncKey {
   if (descending) return { value, id: `${id}\u0000` };
@@ -122,9 +116,8 @@ function justBefore({ value, id }: SyncKey, descending: boolean): SyncKey {
 }
 
 /**
- * The unseen rows after `done` up to `upTo`, left unconfirmed: the cycle keeps them, and counts them no more. Removed
- * unread, an item back among them was removed though it existed throughout the run (18 of 50 far apart, r154 F2); one
- * the list lost is seen missing by the next cycle, and its end reads again where it stood.
+ * The unseen rows after `done` up to `upTo`, left unconfirmed: the cycle keeps them (removed unread, an item back among
+ * them would go though it exists), and counts them no more; the next cycle sees one the list lost.
  */
 async function keptRows(
   copy: CopyReader,

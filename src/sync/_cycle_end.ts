@@ -2,8 +2,7 @@
 // its deletes (corrected to the sink's count), and a refusal recorded (the cycle given up) before the run fails.
 
 import { afterDeletes, afterSweepWindow } from "./_checkpoint.ts";
-import type { Committer } from "./_committer.ts";
-import type { SyncConfig } from "./_config.ts";
+import type { CycleRun } from "./_committer.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import {
   confirms,
@@ -24,13 +23,9 @@ import { SyncError } from "./sync_error.ts";
 import type { Committed } from "./_pass.ts";
 import type { WindowState } from "./_window.ts";
 
-/** What a cycle's end needs of the run. */
-type CycleRun<T> = Readonly<{ config: SyncConfig<T>; committer: Committer<T> }>;
-
 /**
  * The window ending a cycle (`before`: its checkpoint): the guard's figures for the sink, and the checkpoint with the
- * deletes on record as the guard counts them (unguarded: as uncounted), so a run stopped right after forgets none
- * (endCycle corrects them; a confirmed `refusal` starts them afresh).
+ * deletes on record as the guard counts them (unguarded: uncounted), so a run stopped right after forgets none.
  */
 export function cycleEnd<T>(
   { config, committer }: CycleRun<T>,
@@ -39,8 +34,7 @@ export function cycleEnd<T>(
   refusal: SyncCheckpoint["refused"],
 ) {
   const { deletes, maxDeletes } = config, now = config.now();
-  // Dated by the checkpoint before this window: `before` replaced `verifiedAt` with this cycle's start, on this run's
-  // clock, and dropped `sweep` and `refused`, which may hold a later time.
+  // Dated by the checkpoint before this window: `before` dropped `sweep` and `refused`, which may hold a later time.
   const at = guardClock(committer.latest, now);
   const confirmed = confirms(refusal, maxDeletes);
   const judged = countedAt(refusal, maxDeletes, now);
@@ -53,10 +47,7 @@ export function cycleEnd<T>(
   return { at, now, before, confirmed, checkpoint, endsCycle };
 }
 
-/**
- * Commits cycle `cursor`'s end at `state`: with its last `window`, or alone once a spread cycle read again what it
- * passed (`kept`: the rows those reads left unconfirmed).
- */
+/** Commits cycle `cursor`'s end at `state`: with its last `window`, or alone (`kept`: rows left unconfirmed). */
 export async function commitEnd<T>(
   run: CycleRun<T>,
   guard: WindowGuard | undefined,
@@ -75,10 +66,7 @@ export async function commitEnd<T>(
   return ending;
 }
 
-/**
- * A completed cycle's deletes go on record, as the sink counted them, over what its `ending` window recorded (`cycleEnd`:
- * a confirmed refusal starts them afresh); or the guard refuses it.
- */
+/** A completed cycle's deletes go on record as the sink counted them, over its `ending` window's; or the guard refuses it. */
 export async function endCycle<T>(
   run: CycleRun<T>,
   cycle: number,

@@ -21,9 +21,8 @@ function within(record: DeleteRecord, now: number): boolean {
 
 /**
  * What a run at `now` dates its deletes by: the latest time `checkpoint` holds up to 24 hours ahead of `now`, if after
- * it, so a run on a clock behind dates them on the right clock's day (dated 20 hours back, they aged out early). Past
- * 24 hours ahead, `now` (a clock once years ahead would hold every cycle back for years). Deletes are counted on the
- * run's own clock: counted on this one, a host ahead's time aged the right clock's day away.
+ * it, so a run on a clock behind dates them on the right clock's day. Past 24 hours ahead, `now` (a clock once years
+ * ahead would hold every cycle back for years).
  */
 export function guardClock(checkpoint: Partial<SyncCheckpoint>, now: number) {
   const { verifiedAt, sweep, refused, deletions = [], guardTime } = checkpoint;
@@ -61,9 +60,8 @@ export const DEFAULT_MAX_DELETES = 0.1;
 
 /**
  * `history` that counts at `now` (the run's clock), with `record` added unless `confirmed` past the default share
- * (deletes the user confirmed do not count later; those before them do, an uncounted cycle's too: a confirmation lets
- * through what it names, not a fresh share). A confirmation the default share lets through forgives nothing: a run at a
- * stricter share refused 70 of 1,000, a default run "confirmed" them, and 90 more went an hour later (r168a F3).
+ * (deletes the user confirmed do not count later; those before them do: a confirmation lets through what it names, not
+ * a fresh share). A confirmation the default share lets through forgives nothing (else slices pass at the default).
  */
 export function withDeletes(
   history: readonly DeleteRecord[] | undefined,
@@ -71,21 +69,19 @@ export function withDeletes(
   confirmed = false,
   now = record.at,
 ): DeleteRecord[] {
-  // Kept a day longer than they count at `now`, or at the newest one's date: a run on a clock days ahead erases no
-  // day, nor one after a delete dated by a host ahead (the count decides; keeping only costs a few records).
+  // Kept a day longer than they count at `now`, or at the newest one's date: a run on a clock days ahead erases no day.
   const newest = Math.max(...(history ?? []).map((old) => old.at));
   const since = Math.min(now, newest) - DELETE_WINDOW;
-  // One dated after `record` keeps its date: moved to a clock 25 hours behind, it would leave the right clock's day.
-  // A confirmation moves it (a clock once years ahead would hold every cycle back until then).
+  // One dated after `record` keeps its date (moved to a clock behind, it would leave the right clock's day); a
+  // confirmation moves it (a clock once years ahead would hold every cycle back until then).
   const kept = (history ?? [])
     .filter((old) => within(old, since))
     .map((old) =>
       confirmed && old.at > record.at ? { ...old, at: record.at } : old
     );
   const none = record.deleted === 0 && record.uncounted !== true;
-  // Judged on the record's date (the guard's clock, at least the refusal's): on a clock behind, the day before weighed
-  // as spent and forgave what the default share lets through (r171a F4). Uncounted, nothing is forgiven: the run
-  // stopped before its sink counted, or the sink counts none (r171a F2: 70 forgiven, 90 more went an hour later).
+  // Judged on the record's date (on a clock behind, the day before would weigh as spent). Uncounted, nothing is
+  // forgiven: the run stopped before its sink counted, or the sink counts none.
   const forgiven = confirmed && record.uncounted !== true &&
     tooMany(
       record.deleted,
@@ -182,7 +178,7 @@ export function tooManyDeletes(
 
 /**
  * A `"too-many-deletes"` refusal of `what`, because of `why`, naming the share (`needed`) that lets it through, with
- * the whole sweep its confirmation needs (one ending mid-cycle confirms nothing yet: newcomer r258c).
+ * the whole sweep its confirmation needs (one ending mid-cycle confirms nothing yet).
  */
 export function deletesRefused(
   why: string,

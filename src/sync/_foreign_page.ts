@@ -1,32 +1,27 @@
 // Internal: whether a sweep window is another list's page, or another list's ids spliced among the list's own: judged
 // by the copy (the rows it passes, those it holds) and, where the copy cannot tell, by a read at another address.
 
-import type { Committer } from "./_committer.ts";
 import type { SyncConfig } from "./_config.ts";
+import type { CycleRun, SweepRun } from "./_committer.ts";
 import type { SweepCursor } from "./sink.ts";
 import type { WindowGuard } from "./_window_guard.ts";
 import { isKeyed, keyOfText, keyText } from "./_key_text.ts";
-import { type Committed, listHead, type PassRun } from "./_pass.ts";
+import { type Committed, listHead } from "./_pass.ts";
 import { compareKeys } from "./_key_order.ts";
 import { MIN_WINDOW, type SyncKey } from "./_window.ts";
 
-/** What a judgement needs of the run. */
-type JudgeRun<T> = Readonly<{ config: SyncConfig<T>; committer: Committer<T> }>;
-
 /**
  * Whether `window`, holding none of the copy's live rows where its range passes rows the cycle has yet to see, is another
- * list's page. Taken only when its range holds few of the copy's rows (a quarter of its items at most: a row or two gone
- * before items the copy lacks) and a read at another address (its size one less, or more) agrees: the same items there.
- * A deleted row before a window's worth of such items was refused every run (r157 F2, F3); a read that tells nothing,
- * or another list at that address too, refuses (r158 F1: one of 24 or 25 answered empty let another list in).
+ * list's page. Taken only when its range holds few of the copy's rows (a quarter of its items at most) and a read at
+ * another address (its size one less, or more) shows the same items there; a read that tells nothing refuses.
  */
 export async function foreignPage<T>(
-  run: JudgeRun<T> & PassRun<T>,
+  run: SweepRun<T>,
   guard: WindowGuard,
   window: Committed<T>,
   { edge, cycle }: Pick<SweepCursor, "edge" | "cycle">,
 ): Promise<boolean> {
-  // Items cycle `cycle` staged are the list's: a confirming read of one new item, read by an earlier run, was refused.
+  // Items cycle `cycle` staged are the list's.
   if (!await holdsNone(run, window.ids, cycle)) return false;
   const { config } = run, { keyOf } = config;
   const last = window.items.at(-1);
@@ -47,15 +42,11 @@ export async function foreignPage<T>(
  * Whether `window`, passing `passes` rows of the copy the cycle has yet to see (more than a quarter of its size) and
  * holding items that are neither rows of the copy nor staged for `cycle`, is another list's spliced among the list's
  * own: a read at another address (`readWithin`) shows, past the edge up to its last item, a row of the copy it lacks,
- * or nothing. Ascending, the cycle's last window answered at both its reads with its overlap, 12 other ids and the rows
- * the head read there removed 12 that exist and put 12 in (r250b; newest first, that splice holds no row of the copy
- * and was refused; one real item first, or every other, still went in: r251a). Refused without that read, a list that
- * lost 8 rows in a row and gained 8 there was refused on every run; refused where that read showed an item new since,
- * or, read once, nothing of its range, a list gaining one a request was refused 2 to 5 times as often (r252a). A read
- * opening past the first row the window passes is followed by one of the page before it (r253a, r254a).
+ * or nothing (without that read, a list that lost rows and gained as many there was refused every run). A read
+ * opening past the first row the window passes is followed by one of the page before it.
  */
 export async function splicedPage<T>(
-  run: JudgeRun<T> & PassRun<T>,
+  run: SweepRun<T>,
   guard: WindowGuard,
   window: Committed<T>,
   passes: number,
@@ -72,9 +63,7 @@ export async function splicedPage<T>(
   const own = new Set(window.ids), keep = span(run, [edge, keyOf(last)]);
   const within = await readWithin(run, window, keep, 2);
   if (within.length === 0 || await lacks(run, own, within)) return true;
-  // Opening past the first row the window passes, that read told nothing of it (placed by a window answering more of
-  // its overlap than the list holds, r253a, or by the window before, r254a: 3 to 37 that exist removed): read the page
-  // before it too, for the rows it lacks.
+  // Opening past the first row the window passes, that read told nothing of it: read the page before it too.
   const rows = await guard.copy.unseen(
     keyText(edge),
     keyText(keyOf(last)),
@@ -95,17 +84,13 @@ export async function splicedPage<T>(
 }
 
 /**
- * Whether `window`, passing `passes` rows of the copy the cycle has yet to see (accepted, they would go), is another
- * list's page sorting before `edge`: most of its items up to it are neither the edge's own, nor the
- * copy's rows, nor items the last window with any committed in this run (newest first, "u…" ids answering the
- * list's last page twice removed the 20 rows they stood for; 19 with the list's last item, a third of the page the
- * copy's rows from elsewhere, or the edge's item), unless, passing a quarter of its size at most or the run's first
- * with its items up to the edge staged by the run before, it leads to the edge as the list's own page does
- * (`leadsToEdge`: holding the edge's item and the items before it the cycle read, written or staged, r166b F1, F5).
- * `read`: the ids of the last window with any this run committed.
+ * Whether `window`, passing `passes` rows of the copy the cycle has yet to see, is another list's page sorting before
+ * `edge`: most of its items up to it are neither the edge's own, nor the copy's rows, nor items of `read` (the last
+ * window with any this run committed), unless, passing a quarter of its size at most or the run's first with its
+ * items up to the edge staged by the run before, it leads to the edge as the list's own page does (`leadsToEdge`).
  */
 export async function foreignBeforeEdge<T>(
-  run: JudgeRun<T> & PassRun<T>,
+  run: SweepRun<T>,
   guard: WindowGuard,
   window: Committed<T>,
   { edge, cycle, passes, read }: {
@@ -122,7 +107,7 @@ export async function foreignBeforeEdge<T>(
   if (!await mostUnknown(run, unread, before.length)) return false;
   const size = window.limit ?? before.length + window.ids.length;
   // Passing many, only the run's first window whose items up to the edge the run before staged is judged as one
-  // passing few (r254: refused, a cycle never ended); ids of no list first answered there are not (r256a: 12 went).
+  // passing few (else a cycle never ended).
   const staged = async () =>
     !await mostUnknown(run, unread, before.length, cycle);
   if (4 * passes > size && (read.size > 0 || !await staged())) return true;
@@ -135,7 +120,7 @@ export async function foreignBeforeEdge<T>(
  * showed none (a list gaining an item a request had moved on past it). None where they tell nothing.
  */
 async function readWithin<T>(
-  run: JudgeRun<T> & PassRun<T>,
+  run: SweepRun<T>,
   window: Committed<T>,
   keep: (key: SyncKey) => boolean,
   reads = 1,
@@ -156,7 +141,7 @@ async function readWithin<T>(
 
 /** Keys past `after`, up to `last`, in the pass's order. */
 function span<T>(
-  { config }: JudgeRun<T>,
+  { config }: CycleRun<T>,
   [after, last]: [SyncKey | null, SyncKey],
 ) {
   const sign = config.identity.sortDirection === "DESC" ? -1 : 1;
@@ -167,7 +152,7 @@ function span<T>(
 
 /** Whether `keys` hold a row of the copy that is not among `own`. */
 async function lacks<T>(
-  { config }: JudgeRun<T>,
+  { config }: CycleRun<T>,
   own: ReadonlySet<string>,
   keys: readonly SyncKey[],
 ) {
@@ -178,10 +163,8 @@ async function lacks<T>(
 
 /**
  * What `foreignPage` takes a quarter of: `window`'s new items; its size (at most `limit`) where it is a short page
- * holding the edge's item where it overlaps and reaching past every row of the copy the cycle has yet to see: the
- * list's end, its last few rows gone before an item new there (4 of 41 gone were refused at share 1: walk seed 37). Not
- * elsewhere: answered at two addresses, another list past the list's own overlap took the share (r242a F1), denser than
- * the list a quarter of a full page (r243a F1), on a short page mid-list a quarter of a page of 1,000 (r244a F1).
+ * holding the edge's item where it overlaps and reaching past every row of the copy the cycle has yet to see (the list's
+ * end, its last few rows gone before an item new there). Not elsewhere: another list would take the share.
  */
 async function quarterOf<T>(
   guard: WindowGuard,
@@ -203,7 +186,7 @@ async function quarterOf<T>(
  * copy's live rows (a sink that cannot tell: false).
  */
 async function mostUnknown<T>(
-  { config, committer }: JudgeRun<T>,
+  { config, committer }: CycleRun<T>,
   ids: readonly string[],
   of: number,
   cycle?: number,
@@ -216,14 +199,11 @@ async function mostUnknown<T>(
 /**
  * Whether `keys` (a window's items up to the edge `edge`, in the pass's order) are the list's own there, new items come
  * in among them: one at least is a row of the copy or an item cycle `cycle` staged (other than the edge's), and every
- * live row of the copy the cycle saw between their first and the edge is among them. Items inserted just before the edge since the
- * window before (r168a F1: 4 such, refused at share 1), or a spread cycle's next run reading over what the run before
- * staged (r167a: 97 of 3,240 runs refused); another list's page lacks the copy's rows there, or holds none of them nor
- * anything the cycle read (ids sorting in the gap just before the edge removed 92 that exist, r169a F2; ids a misrouted
- * window had the cycle stage, windows back, 85: F4).
+ * live row of the copy the cycle saw between their first and the edge is among them. Another list's page lacks the
+ * copy's rows there, or holds none of them nor anything the cycle read.
  */
 async function leadsToEdge<T>(
-  { config, committer }: JudgeRun<T>,
+  { config, committer }: CycleRun<T>,
   guard: WindowGuard,
   { passed: keys = [], ids: past }: Committed<T>,
   { edge, cycle }: { edge: SyncKey; cycle: number },
@@ -237,8 +217,7 @@ async function leadsToEdge<T>(
   if (held === undefined || !await anchored(sink, keyOf, ids, past, cycle)) {
     return false;
   }
-  // The live rows after the first up to the edge, less one: the edge's own, when it is one (not staged); less those
-  // the cycle passed unseen (the list lost them: an edge deleted runs before, r167a).
+  // The live rows after the first up to the edge, less the edge's own (if one) and those the cycle passed unseen.
   const [after, upTo] = [keyText(first), keyText(edge)];
   const live = await guard.copy.place(after, upTo) + 1;
   const between = live - (held.has(edge.id) ? 1 : 0);
@@ -248,8 +227,7 @@ async function leadsToEdge<T>(
 
 /**
  * Whether a window stands in the list where its items up to the edge (`ids`) say: one of them is a row of the copy
- * or an item cycle `cycle` staged, or most of its items past the edge (`past`) are rows of the copy (a spread run's
- * first window over items inserted just before the edge since, r169a F6).
+ * or an item cycle `cycle` staged, or most of its items past the edge (`past`) are rows of the copy.
  */
 async function anchored<T>(
   sink: SyncConfig<T>["sink"],
@@ -268,7 +246,7 @@ async function anchored<T>(
  * `ids`, no live row at all (one confirmed emptied: `liveCount` or `liveRows`); a sink that cannot tell: false.
  */
 export async function holdsNone<T>(
-  { config, committer }: JudgeRun<T>,
+  { config, committer }: CycleRun<T>,
   ids?: readonly string[],
   cycle?: number,
 ): Promise<boolean> {

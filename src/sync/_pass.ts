@@ -14,9 +14,9 @@ import {
 } from "./_window.ts";
 import { followingWindow, nextWindow, windowCap } from "./_window_plan.ts";
 import { SyncError } from "./sync_error.ts";
-import { goesOn, notFound, sizeRefusal } from "./_short_end.ts";
+import { goesOn, notFound, type PageRead, sizeRefusal } from "./_short_end.ts";
 
-/** A window the pass committed: its items and their ids, the state after it, and its verdict's `ended`, `lost`, `reached`. */
+/** A window the pass committed: its items and ids, the state after it, and its verdict's `ended`, `lost`, `reached`. */
 export interface Committed<T>
   extends Pick<Verdict, "ended" | "lost" | "reached"> {
   readonly items: readonly T[];
@@ -53,18 +53,11 @@ export interface PassRun<T> {
   readonly stop?: AbortSignal | undefined;
   /** No window read ahead while one commits: a pass that most often ends at its first (reading again one row). */
   readonly alone?: boolean;
-  /**
-   * A sweep's: the ids its windows showed where it stood already, which its cycle's end keeps (r231a, seed 16: a read
-   * again held a row the page before passed, and agreed on the end). Not a probe's nor the head's: a stale one (a page
-   * of one, a cached first read) kept gone rows for good (r126 F3, r232a F1).
-   */
+  /** A sweep's: the ids its windows showed where it stood already, which its cycle's end keeps (a probe's may be stale). */
   readonly shown?: Set<string>;
 }
 
-/**
- * Reads windows from `start` until the pass ends or `budget` is spent; each to `commit` in order, the next read
- * meanwhile. A commit that answers `false` declines its window and stops the pass.
- */
+/** Reads windows from `start` until the pass ends or `budget` is spent, each to `commit` in order (`false`: stop). */
 export async function runPass<T>(
   run: PassRun<T>,
   start: WindowState,
@@ -97,7 +90,7 @@ export async function runPass<T>(
       free = unspent(free, judged, state, nothing);
       const next = judged.next, over = flight.plan.limit > windowCap(state);
       state = nothing && over ? { ...next, overTried: next.offset } : next;
-      const missed = judged.kind === "gap" || (nothing && !!state.seek); // sought, not found (past the edge, or before), or doubted
+      const missed = judged.kind === "gap" || (nothing && !!state.seek); // sought, not found, or doubted
       if (missed) state = unjoined(state, flight.plan, path);
       if ("doubted" in judged) flights.unshift(launcher.again(flight.plan)); // first: those after it stand if it does
       else if (judged.kind !== "commit" || unsure(state)) {
@@ -107,7 +100,7 @@ export async function runPass<T>(
       if (judged.kind !== "commit") continue;
       if (judged.window.items.length > 0) state = { ...state, misses: 0 };
       repeated = repeatsOf(repeated, flight.plan, judged.first, path);
-      // A short window that is no end (a cut, or a size not known honoured): the next goes alone too.
+      // After a short window that is no end, the next goes alone too.
       if (!judged.ended && !unsure(state) && judged.full && !run.alone) {
         width = run.config.concurrency;
         fill(); // the service works while the sink writes
@@ -133,8 +126,7 @@ function unspent(
   state: WindowState,
   nothing: boolean,
 ): number {
-  // A window cut with nothing new is not the budget's, twice a pass (a sweep of 1 spent each run on one, for good; at
-  // the list's end, newest first, on it and the read that settles it, which a smaller cut answered: r258b).
+  // A window cut with nothing new is not the budget's, twice a pass: a sweep of 1 spent each run on one, for good.
   if (nothing && judged.next.refused < state.refused) {
     free = Math.min(free + 1, 2);
   }
@@ -143,20 +135,14 @@ function unspent(
   return least ? free + 1 : free;
 }
 
-/** The keys of the items of the page `plan` (one request). */
-async function keysOf<T>(run: PassRun<T>, plan: WindowPlan) {
-  return (await launch(run, plan).items).map(run.config.keyOf);
-}
-
 /** While the edge is sought, or a short page awaits its confirming read, windows go one at a time. */
 function unsure(state: WindowState): boolean {
   return state.seek !== undefined || state.short !== undefined;
 }
 
 /**
- * Windows that sought the edge (began after it, or lay wholly before it) since the pass last moved on: past MAX_MISSES
- * the list moves faster than it is read, or page 1 answered what the pages after it contradict (another list answering
- * every read of it). @throws {SyncError} (`"unordered"`)
+ * Counts a window that sought the edge: past MAX_MISSES the list moves faster than it is read, or another list answers.
+ * @throws {SyncError} (`"unordered"`)
  */
 function unjoined(state: WindowState, plan: WindowPlan, path: string) {
   const misses = state.misses ?? 0;
@@ -262,24 +248,19 @@ function sizeRefused(
     least = Math.max(limit, state.least ?? 0);
   // A short page read again at its own size: under the service's least page, read again as one under MIN_WINDOW is.
   if (state.capped) return { ...state, ...state.capped, capped: null, least };
-  // Placed under the cap to reach further (a least page size): none so small again this pass (windows of 25 on a
-  // service taking no size under 23: every run failed with that 400).
+  // Placed under the cap to reach further: the service's least page size, none so small again this pass.
   const placed = limit < windowCap(state) && limit > (state.least ?? 0);
   if (limit <= floor && placed) return { ...state, least };
-  // Above `limit`, a 400 refuses the size, even one honoured before: the service may have lowered its largest. Not at
-  // MIN_WINDOW or under (the cap's floor): the service refuses what sync needs.
+  // A 400 refuses the size, even one honoured before (the service may have lowered its largest); not at the floor.
   return error.status === 400 && limit > floor
     ? refusedWindow(state, limit)
     : undefined;
 }
 
 /**
- * Launches a pass's next window into `flights` (after the last of them, else as `state` plans), and says whether it did:
- * none past maxDuration but the read confirming a short page (`afterShort`: the window before was answered short), once
- * a pass. Such a read is never stopped at maxDuration: stopped, a run with time for the window before it and no more
- * began again at that window each run (a list read whole in one window, a request a second and 2 s: 13 deleted rows
- * kept for good), launched past the time or just before it (r166b F3: in real time, cut by the timer). A doubted
- * window's read again (`again`) is one too.
+ * Launches a pass's next window into `flights`, and says whether it did: none past maxDuration but, once a pass, the
+ * read confirming a short page (`afterShort`). That read, and a doubted window's read again (`again`), are never
+ * stopped at maxDuration: else a run with time for the window before it began again at that window each run.
  */
 function windowLauncher<T>(run: PassRun<T>, timeUp: () => boolean) {
   let late = false; // that read made past the time
@@ -302,9 +283,8 @@ function windowLauncher<T>(run: PassRun<T>, timeUp: () => boolean) {
 
 /**
  * Requests the window `plan` (counted); aborted by the run's signal, its `stop`, or its own controller. A window's 404
- * past page 1 (`window`) is an empty page, as services answering 404 past their list's end mean it (r172a: runs after a
- * list lost its tail failed for good): an empty window past page 1 is a gap, read earlier, never an end. The reads of
- * `keysOf` keep the 404: no 404 alone says where a list ends.
+ * past page 1 (`window`) is an empty page (services answer so past their end): a gap, read earlier, never an end. The
+ * reads of `keysOf` keep the 404: no 404 alone says where a list ends.
  */
 function launch<T>(run: PassRun<T>, plan: WindowPlan, window = false) {
   const { client, config, stop } = run, controller = new AbortController();
@@ -336,24 +316,24 @@ function land<T>(flights: Flight<T>[]): void {
 }
 
 /**
- * The keys of the list's first page of `limit` (another address than a window's), read past maxDuration too (as
- * `goesOn`'s reads: stopped, every run would stop there). A size the service refuses (`sizeRefusal`: a least page size)
- * tells nothing: undefined; another failure (a 429, a 404) ends the run, not letting the window commit.
+ * The keys of the list's page `page` of `limit`, read past maxDuration too (stopped, every run would stop there). A size
+ * the service refuses tells nothing (undefined); another failure ends the run.
  */
 export async function listHead<T>(run: PassRun<T>, limit: number, page = 1) {
   try {
     const start = (page - 1) * limit;
-    return await keysOf({ ...run, stop: undefined }, { start, limit, page });
+    return await unstoppedRead(run).keysOf({ start, limit, page });
   } catch (error) {
     if (sizeRefusal(error)) return;
     throw error;
   }
 }
 
-/** `run`'s reads of one page's keys, past maxDuration too (`stop` not given): stopped, a cycle would never end there. */
-function unstoppedRead<T>({ stop: _, ...run }: PassRun<T>) {
+/** `run`'s reads of one page's keys (one request each), past maxDuration too: stopped, a cycle would never end there. */
+function unstoppedRead<T>({ stop: _, ...run }: PassRun<T>): PageRead {
   return {
     sign: run.config.identity.sortDirection === "DESC" ? -1 : 1,
-    keysOf: (plan: WindowPlan) => keysOf(run, plan),
+    keysOf: async (plan) =>
+      (await launch(run, plan).items).map(run.config.keyOf),
   };
 }

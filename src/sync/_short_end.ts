@@ -18,11 +18,9 @@ export interface PageRead {
 
 /**
  * Whether a sweep's short page, ending short of the cycle's known end, was cut: the item past it comes after its last
- * and (ascending) not after the cycle's last item, `upTo`. One after `upTo` came since the cycle began (its last item
- * gone) if the page's last still stands just before it; else deletes before the page moved the read past items of the
- * cycle, and the page is taken as cut. One at or before the page's last is the list shifted by inserts before it since:
- * each read again goes twice as far (a list still shifting after four reads is taken at its word: out of what it needs).
- * Read past maxDuration (`stop` not given; at most 5 reads): stopped, it would begin again each run, the cycle never end.
+ * and (ascending) not after the cycle's last item, `upTo`. One after `upTo` came since the cycle began if the page's
+ * last still stands just before it; else the page is taken as cut. One at or before the page's last is the list shifted
+ * by inserts: each read again goes twice as far (four at most). Read past maxDuration: stopped, the cycle never ends.
  */
 export async function goesOn(
   read: PageRead,
@@ -43,8 +41,8 @@ export async function goesOn(
     const key = await keyAt(at);
     if (key === null) return true; // no word on the end: a cut, nothing removed
     if (key === undefined) {
-      // Nothing at `at` at one size: asked at the next too (an item there past `last`, in the cycle: a cut), or a page
-      // of one answered empty (cut again, or stale) was the end, and every row past it went (r231a F1: 65 of 66).
+      // Nothing at `at` at one size: asked at the next too (an item there past `last`, in the cycle: a cut), else a
+      // page of one answered empty (cut again, or stale) would end the cycle, every row past it gone.
       const again = await secondLook(read, { at, last, count }, sizes);
       if (again && sign * compareKeys(again, last) > 0 && inCycle(again)) {
         return true;
@@ -72,8 +70,7 @@ async function secondLook(read: PageRead, past: ShortEnd, sizes: number[]) {
 
 /**
  * Whether a page that ended before the end read just before it, with no item past it at `at`, stood elsewhere than
- * asked: no item just before `at` (placed by a lower cap, or stale), or one past its `last` (cut, or answered from
- * higher up); one at or before `last` is the list's end, its last item gone since (r189a F1, F2: 30 and 21 removed).
+ * asked: no item just before `at`, or one past its `last`; one at or before `last` is the list's end, its last gone.
  */
 async function misplaced(
   keyAt: (at: number) => Promise<SyncKey | null | undefined>,
@@ -87,10 +84,8 @@ async function misplaced(
 
 /**
  * The key of the item at `at`, if any, on the page holding it at the first of `sizes` the service takes (one less where
- * that page begins as a short page of 25 or more did, holding its items or cut again; r165a F3); a refused size leaves
- * `sizes`, the last ends the run. `null`, no word: a page ending before the short page's last, or right past it with
- * `count` items (25 or more: no cut holds fewer, so fewer say the list ends there; a service refusing a page of one
- * never ended a cycle whose list kept under 25 items, r162a F1).
+ * that page begins as a short page of 25 or more did); a refused size leaves `sizes`, the last ends the run. `null`, no
+ * word: a page ending before the short page's last, or right past it with `count` items (25 or more: no cut holds fewer).
  */
 async function keyOnPage(read: PageRead, past: ShortEnd, sizes: number[]) {
   const { at, count } = past;
@@ -104,9 +99,8 @@ async function keyOnPage(read: PageRead, past: ShortEnd, sizes: number[]) {
         (ends < at || (n === count && count >= MIN_WINDOW));
       return cut ? null : keys[at - start];
     } catch (error) {
-      // A 404 for a page beginning at `at` may say the list ends there (Django REST Framework's "Invalid page"; r171c
-      // F4: every run after the first failed): the next size is asked, as after a refusal, or, at the last, once one
-      // whose page begins before `at`. No 404 says it alone: one for a few requests removed 943 of 1,000 (r172a F1).
+      // A 404 for a page beginning at `at` may say the list ends there (Django REST Framework's "Invalid page"): the
+      // next size is asked, as after a refusal, or, at the last, once one whose page begins before `at`. No 404 alone.
       const gone = start === at && notFound(error);
       if (!gone && !sizeRefusal(error)) throw error;
       const last = sizes.length === 1;

@@ -2,8 +2,8 @@
 // judged by the guard before it commits; a cycle's end commits with its last window (a spread one's: _confirm.ts).
 
 import { afterSweepWindow, sweepStart } from "./_checkpoint.ts";
-import { type Committed, listHead, type PassRun, runPass } from "./_pass.ts";
-import type { Committer } from "./_committer.ts";
+import { type Committed, listHead, runPass } from "./_pass.ts";
+import type { Committer, SweepRun } from "./_committer.ts";
 import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 import { compareKeys } from "./_key_order.ts";
 import type { SyncKey, WindowState } from "./_window.ts";
@@ -33,9 +33,6 @@ import { confirmPassed } from "./_confirm.ts";
 import { SyncError } from "./sync_error.ts";
 import { notFound } from "./_short_end.ts";
 import { confirms } from "./_deletes.ts";
-
-/** What a sweep needs of the run. */
-export type SweepRun<T> = PassRun<T> & { readonly committer: Committer<T> };
 
 /** Spends the sweep budget on the cycle under way or a new one (`sweep: Infinity`: never one begun before the run). */
 export async function sweep<T>(
@@ -113,7 +110,7 @@ class Sweeping<T> {
   async commit(window: Committed<T>): Promise<void | false> {
     const { run, guard, cursor } = this, { config, committer } = run;
     committer.tally.read += window.items.length; // as it arrives: refused by the guard, or committed
-    // An empty first window proves no start: the next one's is judged (r124 F2).
+    // An empty first window proves no start: the next one's is judged.
     if (this.#starts && window.items.length > 0) {
       await checkStart(run, guard, window);
       const [first, last] = [window.items[0], window.items.at(-1)];
@@ -124,8 +121,7 @@ class Sweeping<T> {
     }
     this.#starts &&= window.items.length === 0;
     // Page 1 begins after the cursor: the list moved on past rows of the copy (a retention window) when the cursor
-    // stood on one and page 1 holds rows the cycle has yet to see; else another list answered, now or before, and
-    // the cycle is given up with what it saw and staged (judged where the guard reads the copy).
+    // stood on one and page 1 holds unseen rows; else another list answered, and the cycle is given up.
     const { state, ended } = window;
     const passed = { ids: window.ids, last: state.edge, ended };
     this.lost = window.lost === true && guard !== undefined &&
@@ -136,8 +132,8 @@ class Sweeping<T> {
       // Refused: no more windows commit; those the budget still reads tell the share the refusal names.
       return config.signal?.throwIfAborted();
     }
-    // Taken though doubted, within the share: another list's page (`foreignPage`) is refused (a cache answering one
-    // URL with other ids at the same places removed 31 that exist); else one spliced among the list's (`splicedPage`).
+    // Taken though doubted, within the share: another list's page (`foreignPage`) is refused; else one spliced among
+    // the list's (`splicedPage`).
     const standing = committer.latest.sweep?.edge ?? null; // the window's own not yet committed
     const where = { edge: standing, cycle: cursor.cycle };
     const passes = guard === undefined
@@ -175,9 +171,9 @@ class Sweeping<T> {
   ): Promise<boolean> {
     if (this.guard === undefined) return false; // unguarded: nothing kept for it
     const read = this.#read;
-    // Not `passed` (another list's page holding the edge's item seeded it); the cycle's first window's too (r254).
+    // Not `passed` (another list's page holding the edge's item seeded it); the cycle's first window's too.
     if (window.ids.length > 0) this.#read = new Set(window.ids);
-    if (standing === null) return false; // it passes what is newer than the cycle (r168a F2): the guard's
+    if (standing === null) return false; // it passes what is newer than the cycle: the guard's
     const at = { edge: standing, cycle: this.cursor.cycle, passes, read };
     return await foreignBeforeEdge(this.run, this.guard, window, at);
   }
@@ -193,15 +189,11 @@ type Span = readonly [string | null, string] | undefined;
 const START_PAGES = 32;
 
 /**
- * Before a cycle's end removes rows (guarded: when it passed any; else when the run confirms a refusal, which reads
- * none), reads the list's start again: page 1 at one less than the largest page the pass asks (honoured, where the
- * service refused or cut one; two less where that is refused), then pages at the size it came back, until one passes
- * the last item of the cycle's first window (`last`, when this run read it; else two pages), START_PAGES at most.
- * What they show, the list holds, and the end keeps (`shown`). A page 1 answered stale at the window's size, keeping
- * its first items and leaving out rows after them, removed them (r169a F1: 23 of 300; read at 24, or two pages, the
- * rows past what was read: 731 of 10,000, r171a F1, r171b F1 to F3, r171c F1), and a confirming run read none (r171a
- * F3). A cache of page 1 at the window's size and at the one read here is not told from the list (r171d F1); an
- * answer that cannot be the list's start refuses the end (`readStart`).
+ * Before a cycle's end removes rows (guarded: when it passed any; else when the run confirms a refusal), reads the
+ * list's start again at another size than the windows' (a page 1 answered stale at the window's size left rows out):
+ * page 1 at one less than the largest page honoured (two less where that is refused), then pages at the size it came
+ * back, until one passes the last item of the cycle's first window (unknown: two pages), START_PAGES at most. What
+ * they show, the end keeps (`shown`); an answer that cannot be the list's start refuses the end (`readStart`).
  */
 async function showListStart<T>(
   run: SweepRun<T>,
@@ -216,15 +208,14 @@ async function showListStart<T>(
     guard === undefined && !confirms(run.committer.latest.refused, maxDeletes)
   ) return;
   if (guard?.passed.size === 0) return;
-  // Under the largest size honoured where one was refused or cut; none yet this cycle, under that one (r231a, seed 40).
+  // Under the largest size honoured where one was refused or cut; none yet this cycle, under that one.
   const largest = Number.isFinite(refused)
     ? Math.max(accepted, full) || refused - 1
     : maxLimit;
   for (const size of [largest - 1, largest - 2]) {
     const first = size < 1 ? [] : await listHead(run, size);
     if (first === undefined) continue; // refused: a least page size
-    // What the reads of page 1 on did not span, they say nothing of: rows passed unseen there are kept (page 1 answered
-    // from 7 items further on removed one of 300, r185a F1), where this run read `last`.
+    // What the reads of page 1 on did not span, they say nothing of: rows passed unseen there are kept.
     const span = first.length === 0
       ? noSpan(run, guard, last)
       : await readStart(run, first, shown, { firstWindow, guard, descending });
@@ -236,10 +227,8 @@ async function showListStart<T>(
 }
 
 /**
- * No page read: page 1 came back empty. Where this run's requests answered items, the list did not end; the rows up to
- * `last` are kept, or, with none known to keep (an earlier run read the cycle's first window; a confirming run), the
- * end is refused (r183a F1: that empty answer confirmed a page 1 that left one of 300 out; r184a F1: a run again after
- * the refusal, which read no new item, took it). A run that read no item reads an empty list.
+ * No page read: page 1 came back empty. Where this run's requests answered items, the list did not end: the rows up to
+ * `last` are kept, or, with none known to keep, the end is refused. A run that read no item reads an empty list.
  */
 function noSpan<T>(
   run: SweepRun<T>,
@@ -257,10 +246,9 @@ function noSpan<T>(
 }
 
 /**
- * Reads the list's start from page 1 (`first`) on, at the size it came back (a service that lowered its largest page
- * mid-run cut it: r171b F3, 49 of 1,000), showing `shown` what each page holds, until one passes `last` (unknown: two
- * pages), START_PAGES at most; the keys they span. A page that begins before the one before it
- * began refuses the cycle's end (r184a F2), as the list ending before `last` does in a confirming run (it keeps none).
+ * Reads the list's start from page 1 (`first`) on, at the size it came back, showing `shown` what each page holds, until
+ * one passes `last` (unknown: two pages), START_PAGES at most; the keys they span. A page that begins before the one
+ * before it refuses the cycle's end, as the list ending before `last` does in a confirming run (it keeps none).
  */
 async function readStart<T>(
   run: SweepRun<T>,
@@ -276,7 +264,7 @@ async function readStart<T>(
   const last = firstWindow?.last;
   const passes = (key: SyncKey) =>
     last !== undefined && sign * compareKeys(key, last) >= 0;
-  // Page 1 holds the list from its start, unless it begins after the first window's first item (r185a F1: from 7 on).
+  // Page 1 holds the list from its start, unless it begins after the first window's first item.
   const after = firstWindow &&
     sign * compareKeys(first[0]!, firstWindow.first) > 0;
   let read = first, begun = first[0]!;
@@ -297,8 +285,7 @@ async function readStart<T>(
       });
     if (next === undefined) return span; // refused: no word
     if (next.length === 0) {
-      // Cut (r184a F2: 5 items, then none), or `last` went since (newest first, the list's oldest: refused, 12 % of
-      // healthy runs under churn failed, r185b N2): the rows past the span are kept.
+      // Cut, or `last` went since: the rows past the span are kept.
       if (last === undefined || guard !== undefined) return span;
       throw untrusted(run, "ended before an item this run read");
     }
@@ -312,8 +299,7 @@ async function readStart<T>(
 
 /**
  * Keeps the rows passed unseen within the cycle's first window (after its first item, up to its last) outside the
- * `span` of the reads of the list's start (pages read one after another show every item between their first and last).
- * Before the window's first item the window said they went (kept, a queue's taken items stayed for good: r186a F1).
+ * `span` of the reads of the list's start. Before the window's first item the window said they went.
  */
 function keepUnspanned(
   { passed, descending }: WindowGuard,
@@ -340,9 +326,8 @@ function untrusted<T>({ config }: SweepRun<T>, what: string) {
 }
 
 /**
- * Whether the list ends at `at`, where a page beginning there answered 404 after a full page before it (Django REST
- * Framework's past its end; r172a F2: every run failed): as a page of one size less (or more) beginning before it
- * says, ending there. One 404 alone is no word: one from a gateway removed 180 of 3,000 that exist (r172c F1).
+ * Whether the list ends at `at`, where a page beginning there answered 404 after a full page before it (as Django REST
+ * Framework does): as a page of one size less (or more) beginning before it says. One 404 alone is no word.
  */
 async function endsAt<T>(run: SweepRun<T>, at: number, got: number) {
   const size = got > 1 && at % (got - 1) !== 0 ? got - 1 : got + 1;

@@ -11,7 +11,7 @@ import type { SweepCursor, SyncCheckpoint } from "./sink.ts";
 
 export type { SyncKey };
 
-/** Where a pass stands between windows: its `edge` and `offset` as a checkpoint keeps them (null and 0 before the first). */
+/** Where a pass stands between windows: its `edge` and `offset` (null and 0 before the first). */
 export interface WindowState extends Pick<SyncCheckpoint, "edge" | "offset"> {
   /** Items to read before `offset`, so that a shift to the left stays visible. */
   readonly margin: number;
@@ -21,10 +21,7 @@ export interface WindowState extends Pick<SyncCheckpoint, "edge" | "offset"> {
   readonly limit?: number;
   /** The largest size this pass saw answered in full: one honoured only in earlier runs may have been lowered since. */
   readonly full?: number;
-  /**
-   * While a short page is read again at its own size: the sizes known before, back once that read comes back full;
-   * null once they came back this pass (a page cut again keeps its cap: the service lowered its largest).
-   */
+  /** While a short page is read again at its own size: the sizes known before, back once it comes back full. */
   readonly capped?: Pick<WindowState, "accepted" | "refused"> | null;
   /** The smallest size refused, or cut (a short answer ending at `cutEnd`, past which a cut holds items); or Infinity. */
   readonly refused: number;
@@ -65,7 +62,7 @@ export type ShortEnd = {
 };
 
 /** What a window proves, given the state before it. */
-export type WindowVerdict =
+type WindowVerdict =
   | {
     /** It overlaps what is committed: `keys.slice(fresh.from, fresh.to)` commit. */
     readonly kind: "commit";
@@ -99,9 +96,8 @@ export const RESUME_MARGIN = 32;
 export const MIN_WINDOW = 25;
 
 /**
- * Judges a window of `keys` read at `plan`: one that starts at the head or at or before `edge` commits (a page is a
- * run of the list as it stood: it holds every item between `edge` and its last that existed).
- * @throws {SyncError} (`"unordered"`) When the keys break the pass's order.
+ * Judges a window of `keys` read at `plan`: one that starts at the head or at or before `edge` commits (a page holds
+ * every item between `edge` and its last that existed). @throws {SyncError} (`"unordered"`) For keys out of order.
  */
 export function judgeWindow(
   state: WindowState,
@@ -124,8 +120,7 @@ export function judgeWindow(
   const short = provesEnd(state, plan.limit, count);
   const { seek: _, short: __, shortReads: ___, ...rest } = learnt;
   const { farEnd, holds } = farEndOf(state, keys, advanced ? last : state.edge);
-  // At its last in range, else at the edge; before it (null) when empty and begun before the edge's place, which no
-  // read that ended at the edge (a cut) agrees with.
+  // At its last in range, else at the edge; null when empty and begun before the edge's place.
   const end = count === 0 && plan.start < state.offset
     ? null
     : keys[fresh.to - 1] ?? state.edge;
@@ -165,26 +160,24 @@ export function judgeWindow(
 }
 
 /**
- * The margin after a window that found the edge at `at` (a full one: a short one's place may be the cut's): halved, yet
- * twice the items deleted before the edge since the window before (a list losing d items a request needs d more overlap
- * every window, or each next one starts past it).
+ * The margin after a window that found the edge at `at` (a short one's place may be the cut's): halved, yet twice the
+ * items deleted before the edge since the window before (else a list losing items starts each window past the edge).
  */
 function nextMargin(state: WindowState, at: number, short: boolean) {
   const deleted = state.edge === null || short ? 0 : state.offset - at;
   return Math.max(
     MIN_MARGIN,
     Math.ceil(state.margin / 2),
-    // At most a quarter of the largest size known honoured: a margin no window can keep is met by none (a short list).
+    // At most a quarter of the largest size honoured: a margin no window can keep is met by none.
     Math.min(2 * deleted, RESUME_MARGIN, state.accepted >> 2),
   );
 }
 
 /**
- * A short page read again asks at most its own size (from MIN_WINDOW, over `least`): a largest page lowered since shows
- * as a full page then, not as the same cut agreeing with itself; the sizes known before come back after (learnLimit).
+ * A short page read again asks at most its own size (from MIN_WINDOW, over `least`, which a lowered largest never is):
+ * a largest page lowered since shows as a full page then, not as the same cut agreeing with itself.
  */
 function atMost(state: WindowState, count: number | false) {
-  // Not at a size the service refused this pass: under its least page, which a lowered largest never is.
   if (count === false || count < MIN_WINDOW || count <= (state.least ?? 0)) {
     return {};
   }
@@ -221,11 +214,10 @@ function farEndOf(
 }
 
 /**
- * Whether a window that claims the end (`claims`: short, or past the far end) at `end` is read again, news or not: a
- * sweep's before the far end it does not hold, a descending head's before it `reached` the copy (its far end: the
- * newest item the copy held), or any pass's short page in doubt. The pass ends once a read claims the same end.
- * `reads`: claims in a row that disagreed, bringing nothing new (past MAX_SHORT_READS the pass stops, the cycle under way).
- * A sweep ending at a short page short of its far end has ended only if no item lies at `at`, past it (`endsBefore`).
+ * Whether a window that claims the end (short, or past the far end) at `end` is read again: a sweep's before the far
+ * end it does not hold, a descending head's before it `reached` the copy, or any short page in doubt; the pass ends once
+ * a read claims the same end. `reads`: claims in a row that disagreed, bringing nothing new. A sweep's short page short
+ * of its far end has ended only if no item lies at `at`, past it (`endsBefore`).
  */
 function readAgain(
   state: WindowState,
@@ -247,30 +239,26 @@ function readAgain(
     (before === null || end === null
       ? before === end
       : compareKeys(before, end) === 0);
-  // A short page ending before the end claimed just before (in the pass's order): that end's item went since, or this
-  // page was cut; the read past it (endsBefore) tells which. Else a list losing its last item every request never
-  // agreed, and no cycle ended (r188a F1).
+  // A short page ending before the end claimed just before: that item went since, or this page was cut; the read past
+  // it tells which (else a list losing its last item every request never agrees).
   const moved = window.short && before != null && end !== null &&
     state.domain?.upTo != null && // a sweep's: only its end has that read
     (state.descending === true ? -1 : 1) * compareKeys(end, before) < 0;
   const beforeCopy = state.descending === true &&
     state.domain?.above != null && !window.reached;
-  // As many as a cut holds (the cost bound, MIN_WINDOW) with news: perhaps cut by a service that lowered its largest
-  // page since it honoured this size. Wholly before the edge, any from MIN_WINDOW: the end only if the list lost every
-  // item from the edge on (a service that lowered it under the bound placed its cut by the cut size, and the head
-  // found no new item again, run after run). One ending at the edge is the end (a cut exactly there waits for the
-  // next run's head): finding the edge costs no more.
+  // As many as a cut holds, with news: perhaps cut by a service that lowered its largest page. Wholly before the edge,
+  // any from MIN_WINDOW: the end only if the list lost every item from the edge on. One ending at the edge is the end.
   const doubt = window.short && window.count >= MIN_WINDOW &&
     (window.before || window.news && window.count >= (state.limit ?? Infinity));
   const farEnd = (state.domain?.upTo ?? null) !== null || beforeCopy || doubt;
   const again = claims && farEnd && !agrees && !moved && !window.holds;
-  // A read that brought new items moved on (a service lowering its page again and again): no loop, counted anew.
+  // A read that brought new items moved on: counted anew.
   const reads = window.news ? 1 : (state.shortReads ?? 0) + 1;
   const ended = window.holds || (claims && !again) ||
     (state.domain?.upTo == null && window.reached);
   const endsBefore = ended && window.short && !window.holds && end !== null &&
     state.domain?.upTo != null;
-  // The item the page ended at, past `end` if it held items after the cycle's last: the read past it shows what follows.
+  // The item the page ended at (past `end` if it held items after the cycle's last): the read past it shows what follows.
   const last = endsBefore
     ? {
       endsBefore: {
@@ -285,10 +273,8 @@ function readAgain(
 }
 
 /**
- * What `seek` knows once a window added `found`. A window wholly after a low bound (a gap) shows the list shrank before
- * the edge since: kept, that bound would pin every probe next to the window (a walk back linear in what went), so the
- * search starts over from the gap, twice as far each time. (A low past a high is kept: a list growing before the edge,
- * followed window by window.)
+ * What `seek` knows once a window added `found`. A gap at or before a low bound shows the list shrank before the edge:
+ * the search starts over from the gap (that bound would make the walk back linear). A low past a high is kept.
  */
 function sought(
   seek: Seek | undefined,
@@ -324,9 +310,8 @@ function inDomain(state: WindowState, keys: readonly SyncKey[], older: number) {
 }
 
 /**
- * Whether `count` items for `limit` prove the end: a size above the service's largest is cut or refused, so only for a
- * size seen honoured (in this pass, or with fewer items than the cost bound: a service that lowered its largest since
- * cuts to at least it), or under MIN_WINDOW; else the next window asks at most `count` and settles it.
+ * Whether `count` items for `limit` prove the end: a size above the service's largest is cut, so only for a size seen
+ * honoured (this pass, or with fewer items than the cost bound), or under MIN_WINDOW; else the next window settles it.
  */
 function provesEnd(state: WindowState, limit: number, count: number): boolean {
   const honoured = limit <= state.accepted &&
@@ -337,12 +322,12 @@ function provesEnd(state: WindowState, limit: number, count: number): boolean {
 function learnLimit(state: WindowState, plan: WindowPlan, count: number) {
   const { limit } = plan;
   if (count >= limit) {
-    // A read again at a short page's size came back full: a cut once, or a lowered largest (its next cut is read past).
+    // A read again at a short page's size came back full: a cut, or a lowered largest.
     if (state.capped) {
       return { ...state, ...state.capped, full: limit, capped: null };
     }
-    // Full at the size a shorter answer to a larger one held, past where the pass stood and that answer ended (else it
-    // may hold its items, which the list's end cut: r258b): a cut, kept like a 400 for the cycle's runs.
+    // Full at the size a shorter answer to a larger one held, past where the pass stood and that answer ended: a cut,
+    // kept like a 400 for the cycle's runs.
     const cut = state.refused === limit + 1 &&
       plan.start + count > Math.max(state.offset, state.cutEnd ?? 0);
     return {
@@ -353,8 +338,8 @@ function learnLimit(state: WindowState, plan: WindowPlan, count: number) {
     };
   }
   if (provesEnd(state, limit, count)) return state;
-  // Perhaps cut to `count`: sizes up to it are honoured whichever it was; one honoured before may be no longer, also
-  // where a larger ask ended before where the pass stands (kept, every window went past the list's end: r187a F1).
+  // Perhaps cut to `count`: sizes up to it are honoured; one honoured before may be no longer, also where a larger ask
+  // ended before where the pass stands.
   const lowered = limit <= state.accepted || plan.start + count < state.offset;
   return {
     ...state,
@@ -365,9 +350,8 @@ function learnLimit(state: WindowState, plan: WindowPlan, count: number) {
 }
 
 /**
- * The state after the service refused a window of `limit` (a 400). A size honoured before and refused now: the service
- * lowered its largest, so what is known honoured is what this pass saw in full under it, or the user's `limit` (the
- * sizes between are halved, not walked down one by one: r144 F3, 942 requests in a run).
+ * The state after the service refused a window of `limit` (a 400). A size honoured before: the service lowered its
+ * largest, so what is known honoured is what this pass saw in full under it, or the user's `limit` (the rest halved).
  */
 export function refusedWindow(state: WindowState, limit: number): WindowState {
   const { full = 0, limit: honoured = 0 } = state;

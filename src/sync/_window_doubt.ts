@@ -5,7 +5,7 @@ import type { SyncKey } from "./_window.ts";
 import { keyText } from "./_key_text.ts";
 import { holdsAny, rowsAhead, type WindowGuard } from "./_window_guard.ts";
 
-/** Reads of one window that each leave out a row the reads before did not, before it is taken (64 reads: r150 M1). */
+/** Reads of one window that each leave out a row the reads before did not, before it is taken. */
 const MAX_READS = 3;
 
 /** A window as the doubter sees it: its ids, those where the pass stood (`passed`), the state it leaves the pass in. */
@@ -17,14 +17,11 @@ type Doubted = {
 
 /**
  * Doubts a sweep window once when its range passes rows the cycle has yet to see and it holds none: another list's
- * answer (a misrouted read), or every such row gone. Read again alike, it is taken (`retaken`, which `foreignPage`
- * judges), weighed twice by the guard (else another list's read and its re-read weighed as one window), unless it holds
- * the item the pass stood on (`from`, then each window's last) where it overlaps: likely the list's own page, those rows
- * gone, weighed once (twice, 4 of 41 gone were refused as 8: walk seed 37, r240a). One that holds some of them is read
- * again until a read passes no row the reads before did not (a page that left items out, or repeated some: r148 F1).
- * Either way, at most MAX_READS reads of a window in a row: on a list that moves under each read, its last item and
- * first differ every time (doubted 64 times, the run failed, r163 P1). `shown`: the ids a read of a window showed that
- * the read taken left out (and those the sweep's windows show where it stood: `PassRun.shown`).
+ * answer, or every such row gone. Read again alike, it is taken (`retaken`, which `foreignPage` judges) and weighed
+ * twice by the guard, unless it holds the item the pass stood on (`from`, then each window's last) where it overlaps:
+ * likely the list's own page, weighed once. One that holds some of them is read again until a read passes no row the
+ * reads before did not (a page that left items out). At most MAX_READS reads of a window in a row (a list that moves
+ * under each read differs every time). `shown`: the ids a read of a window showed that the read taken left out.
  */
 export function doubter(guard: WindowGuard | undefined, from: SyncKey | null) {
   let doubted: string | undefined, reads = 0; // doubted reads of this window in a row
@@ -45,8 +42,7 @@ export function doubter(guard: WindowGuard | undefined, from: SyncKey | null) {
     // Only new items (back-dated since) are not doubted: read twice or thrice, a list gaining them fast outran the pass.
     if (passes === 0) return false;
     if (doubted !== ids[0] && again) return (doubted = ids[0], true);
-    // An answer cut at the share breaks the guard anyway, and may leave out the window's own rows (a mass delete before
-    // them): weighed twice, a refusal named every row of the copy (610 of 610, where 500 were gone).
+    // An answer cut at the share breaks the guard anyway, and may leave out the window's own rows: not weighed twice.
     const own = passed?.some((key) => key.id === stood) === true;
     if (!full && !own) guard.doubled += passes;
     guard.retaken = ids[0]!;
@@ -66,7 +62,6 @@ export function doubter(guard: WindowGuard | undefined, from: SyncKey | null) {
     }
     return readAgain;
   };
-  // A read of the list showed them during this run: the cycle's end keeps them (`SyncWriteContext.kept`), never removes
-  // them. A service leaving a different item out of each read had the third read's gap removed (r165a F2: 12 of 300).
+  // A read of the list showed them during this run: the cycle's end keeps them (`SyncWriteContext.kept`).
   return Object.assign(judge, { shown });
 }

@@ -1,6 +1,6 @@
 // Internal: the guard judged before each sweep window commits, over the copy's rows the cycle has not seen that the
-// window's range passes, asked of the copy a range at a time (`CopyReader`: a SQL sink's key index; any other sink's
-// rows read once, `liveRows`): a window past `maxDeletes` stops the run. The cycle's end judges again (the backstop).
+// window's range passes (`CopyReader`: a SQL sink's key index, or rows read once): a window past `maxDeletes` stops the
+// run. The cycle's end judges again (the backstop).
 
 import { compareKeys } from "./_key_order.ts";
 import { firstPast, MIN_WINDOW, type SyncKey } from "./_window.ts";
@@ -33,7 +33,7 @@ export interface CopyReader {
   ): Promise<readonly UnseenRow[]>;
   /** A window's ids, seen: a reader of rows read once forgets them (a sink's own log tells once they commit). */
   saw(ids: readonly string[]): void;
-  /** How many live rows lie after key text `after` (null: from the start) and before the row of `key`, in the pass's order. */
+  /** How many live rows lie after key text `after` (null: from the start) and before the row of `key`. */
   place(after: string | null, key: string): Promise<number>;
 }
 
@@ -148,14 +148,10 @@ async function countFrom(
 const COUNTED_PAGE = 10_000;
 
 /**
- * Whether a cycle's first window, of `ids` from `first`, skips items the list still holds at its start: unseen rows of
- * the copy lie before its first item (the list lost its first items, or page 1 was answered stale or shifted: a cache,
- * which removed up to the guard's share of rows that exist), and reads of the list where the window put `first` (its
- * page at each size: page 1 unless new items lie above it) at other addresses than the window's (`head`) show some.
- * Pages of one and of 25 (24 for windows of 25) that agree decide; else a page of 23 (24) votes too, and the window is
- * refused when one shows such a row and no more say they are gone (a tie refuses: a read that shows a row saw it in the
- * list). One stale answer of the three is outvoted, and a new item at the top hides nothing (r128 F1, F3; r130 F1, F2).
- * Two or three reads, only when rows lie before the window.
+ * Whether a cycle's first window, of `ids` from `first`, skips items the list still holds at its start (page 1 answered
+ * stale or shifted): unseen rows of the copy lie before `first`, and reads where the window put `first`, at other
+ * addresses than the window's (`head`), show some. Pages of one and of 25 (24) that agree decide; else a page of 23 (24)
+ * votes too, and a tie refuses (a read that shows a row saw it in the list): one stale answer of three is outvoted.
  */
 export async function skipsStart(
   guard: WindowGuard,
@@ -179,14 +175,14 @@ export async function skipsStart(
   const before = await guard.copy.unseen(null, keyText(first), 2);
   // The first row in the pass's order is one before the window, or its first item: two rows tell.
   if (!before.some((row) => !own.has(row.id))) return false;
-  // What page 1 showed, in the cycle's range or not: a fresh one shows the copy's newest row (r137 F1).
+  // What page 1 showed, in the cycle's range or not: a fresh one shows the copy's newest row.
   const shows = page1 && new Set([...ids, ...page1.map((key) => key.id)]);
   const edgeShown = edge === null || shows === undefined || shows.has(edge.id);
   const at = { first, edge: edgeShown ? null : edge, shows };
-  // Each read's page holds the place the window gave `first`: past 24 new items, page 1 shows only them (r139 N1).
+  // Each read's page holds the place the window gave `first`: past 24 new items, page 1 shows only them.
   const vote = async (size: number) =>
     startVote(guard, at, size, await head(size, Math.floor(above / size) + 1));
-  // Sizes never the window's own address (a cache of it answers alike: r127 F1), nor past maxLimit (r128 F2).
+  // Sizes never the window's own address (a cache of it answers alike), nor past maxLimit.
   const sizes = [1, MIN_WINDOW, MIN_WINDOW - 1, MIN_WINDOW - 2];
   const [one, two, three] = sizes.filter((size) => size !== limit);
   const [a, b] = [await vote(one!), await vote(two!)];
@@ -198,10 +194,8 @@ export async function skipsStart(
 
 /**
  * What the list's first `size` items (`read`) say of the copy's rows before the window's `first`: 1, they hold an
- * unseen one (by its stored key: an item moved there is not one), or the copy's `edge` (seen, as a head's items of a
- * cycle carried on are: 25 of them hid the rows behind: r131 F1), or, a full page of 23 or more, none that page 1
- * `shows`; -1, they reach `first` (or the list's end) holding none; 0, they cannot tell (refused or empty; only other
- * items, as newest first brings new ones at the top).
+ * unseen one (by its stored key), or the copy's `edge`, or, a full page of 23 or more, none that page 1 `shows`; -1,
+ * they reach `first` (or the list's end) holding none; 0, they cannot tell (refused, empty, or only other items).
  */
 async function startVote(
   guard: WindowGuard,
@@ -213,21 +207,18 @@ async function startVote(
   size: number,
   read: readonly SyncKey[] | undefined,
 ): Promise<-1 | 0 | 1> {
-  // Empty, it contradicts the window (page 1 too, with items): a service that answers a small page with none (r132).
+  // Empty, it contradicts the window: a service that answers a small page with none.
   if (read === undefined || read.length === 0) return 0;
   const sign = guard.descending ? -1 : 1;
   const earlier = read.filter((key) => sign * compareKeys(key, first) < 0);
   if (edge && earlier.some((key) => compareKeys(key, edge) === 0)) return 1;
-  // 23 or more items before the window, none on page 1: it is older than they are, or they all came between two
-  // requests (the head's items hid the rows behind: r137 F2, the newest row gone in the run, or a cache of the head's).
-  // Fewer than asked reach the list's end: none of the copy's rows there is -1 (one back-dated item was 1, refusing a
-  // list that lost every row: r163 P2).
+  // 23 or more items before the window, none on page 1: page 1 is older than they are. Fewer than asked reach the
+  // list's end: none of the copy's rows there is -1.
   const newer = size > 1 && earlier.length === size;
   if (newer && shows && !read.some((key) => shows.has(key.id))) return 1;
   if (earlier.length > 0) {
     const texts = earlier.map(keyText).sort();
-    // From just before the first in the pass's order (its text's prefix, or the text and "\x01", which no key text
-    // holds: rows between are few and harmless) to the last.
+    // From just before the first in the pass's order (its prefix, or the text and "\x01") to the last.
     const [after, upTo] = guard.descending
       ? [texts.at(-1)! + "\x01", texts[0]!]
       : [texts[0]!.slice(0, -1), texts.at(-1)!];
@@ -332,7 +323,7 @@ export async function keyedReader(
   };
 }
 
-/** A reader of `rows` read once (a sink without a key index): the unseen ones keyed and sorted; none past `most` rows. */
+/** A reader of `rows` read once (a sink without a key index): the unseen ones keyed and sorted; none past `most`. */
 export async function rowsReader(
   rows: AsyncIterable<CopyRow>,
   { keyOf, descending, edge }: ReaderAsk,

@@ -1,6 +1,5 @@
-// Internal: where a pass's next window goes, as pure functions over its state (_window.ts judges what one proves):
-// overlapping the edge by the margin and reaching furthest, at a size up to what the service is known to honour, or
-// probing for an edge that moved.
+// Internal: where a pass's next window goes, as pure functions over its state: overlapping the edge by the margin and
+// reaching furthest, at a size the service is known to honour, or probing for an edge that moved.
 
 import {
   MIN_MARGIN,
@@ -13,9 +12,8 @@ import {
 /** The largest size the next window may ask for. */
 export function windowCap(state: WindowState): number {
   if (state.refused === Infinity) return state.maxLimit;
-  // Never past maxLimit, even for a size honoured under a larger one before; never under MIN_WINDOW (past a length
-  // every smaller size divides, no window of those overlaps the edge and reads on: one page was read again for ever).
-  // Nor under the user's `limit` for a refusal above it: the service honours that size (the sizes between are sought).
+  // Never past maxLimit; never under MIN_WINDOW (past a length every smaller size divides, no window of those overlaps
+  // the edge and reads on); nor under the user's `limit` for a refusal above it: the service honours that size.
   const { accepted, refused, limit = 0 } = state;
   const low = refused > limit ? Math.max(accepted, limit) : accepted;
   const cap = Math.max(low, Math.floor((low + refused) / 2), MIN_WINDOW);
@@ -36,10 +34,7 @@ export function followingWindow(plan: WindowPlan, state: WindowState) {
   return planAt(plan.start + plan.limit, state, windowCap(state));
 }
 
-/**
- * `planWindow` at `offset` for `state`: its last resort up to the largest size no 400 refused (this run, or its cycle's
- * runs before) and maxLimit, unless one over the cap brought nothing there.
- */
+/** `planWindow` at `offset`, its last resort up to the largest size no 400 refused this cycle (`cap` where one read none). */
 function planAt(offset: number, state: WindowState, cap: number) {
   const unrefused = Math.min(state.maxLimit, (state.rejected ?? Infinity) - 1);
   const most = state.overTried === offset ? cap : unrefused;
@@ -47,12 +42,10 @@ function planAt(offset: number, state: WindowState, cap: number) {
 }
 
 /**
- * The window overlapping the item before `offset` by `margin + 1` items or more that reaches furthest (every size up to
- * `cap`, as one places only at its multiples); else by MIN_MARGIN + 1 (a list about `cap` long leaves no window that
- * keeps a margin of 32, and one overlapping by a single item misses after any delete); else without margin; else (a cap
- * under 25) the largest. No size at `least` or under (sizes the service refused) while one over it reads on; where
- * none up to `cap` does (each divides `offset`), one over `cap` up to `most` (`over`): a size the service may cut,
- * where one it refused would end the run.
+ * The window overlapping the item before `offset` by `margin + 1` items or more that reaches furthest (any size up to
+ * `cap`); else by MIN_MARGIN + 1 (one overlapping by a single item misses after any delete); else without margin; else
+ * the largest. No size at `least` or under while one over it reads on; where none does, one over `cap` up to `most`: a
+ * size the service may cut, where one it refused would end the run.
  */
 export function planWindow(
   offset: number,
@@ -65,7 +58,7 @@ export function planWindow(
   const reach = (target: number) => reaching(offset, target, cap, least);
   return reach(offset - 1 - margin) ?? reach(offset - 1 - MIN_MARGIN) ??
     reach(offset - 1) ??
-    // No size over `least` reads on (all divide the offset): one over the cap, else one refused (its 400 ends the run).
+    // No size over `least` reads on: one over the cap, else one refused (its 400 ends the run).
     (least > 0
       ? over(offset, cap, most) ?? planWindow(offset, margin, cap)
       : placed(cap, Math.floor((offset - 1) / cap)));

@@ -91,10 +91,9 @@ export function sinkMismatch(where: string, why: string, instead: string) {
 }
 
 /**
- * Keeps `client`'s secrets out of what a run shows (`hide`: an error, in place, or an id), from now until `stop`: as the
- * client shows its refusals, an option's echo of the client secret (a run, encoded) as `[client_secret]`; the
- * credentials, the tokens the run sent and the last two the provider handed out (a refusal before any request quotes
- * the path, query or options given) by name; a text that still holds a run of the secret or a token sent dropped whole.
+ * Keeps `client`'s secrets out of what a run shows (`hide`: an error, in place, or an id) until `stop`: an option's echo
+ * of the client secret as `[client_secret]`; the credentials, the tokens the run sent and the last two the provider
+ * handed out by name; a text that still holds a run of the secret or of a token sent is dropped whole.
  */
 export function secretsHidden(client: object) {
   const run = secretsOf(client);

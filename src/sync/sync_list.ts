@@ -10,13 +10,13 @@ import {
   sweepLeft,
 } from "./_checkpoint.ts";
 import { type Committed, runPass, unjoinedPages } from "./_pass.ts";
-import { Committer } from "./_committer.ts";
+import { Committer, type SweepRun } from "./_committer.ts";
 import { listOptions, type SyncConfig, syncConfig } from "./_config.ts";
 import type { SyncCheckpoint } from "./sink.ts";
 import type { SyncKey } from "./_window.ts";
 import type { SyncOptions, SyncResult, SyncSource } from "./sync_options.ts";
 import { deletesRefused } from "./_deletes.ts";
-import { sweep, type SweepRun } from "./_sweep.ts";
+import { sweep } from "./_sweep.ts";
 import { holdsNone } from "./_foreign_page.ts";
 import { steadyClock } from "../core/_clock.ts";
 import { ownDeadlines } from "../core/_deadlines.ts";
@@ -68,15 +68,14 @@ export async function syncList<T>(
     // The client checks the list options when pages are asked for, before any request: here, before the sink is touched.
     void client.pages(config.identity.path, listOptions(config, undefined));
     config.signal?.throwIfAborted(); // aborted already: the sink untouched (a SQLite file not made)
-    // A sink's call may hang (a database that stopped answering): the run ends after its signal all the same, and
-    // lets go of the lock once that call settles, never under a write still in flight.
+    // A sink's call may hang: the run ends at its signal all the same, and lets go of the lock once that call settles.
     return await settledOrAborted(
       lockedRun(client, config, hide),
       config.signal,
     );
   } catch (error) {
-    // A refusal quotes the path, query or options given; a SyncError ids ("unordered"), a sink's or driver's error
-    // items: a user may paste a secret into the first, a service echo one in the others.
+    // A refusal quotes the options given, a SyncError or a sink's error ids or items: a user may paste a secret into
+    // the first, a service echo one in the others.
     throw hide(error);
   } finally {
     stop();
@@ -128,8 +127,8 @@ async function runFrom<T>(
       const again = runStart(committer.latest, config.identity, config);
       shift = await head(run, again, false) ?? shift;
     }
-    // Where the head found the edge (after deletes before it), once it did: else each run searches again. Newest
-    // first, the sweep's cursor stands as many items further on as the head found above the copy (a sweep-0 run too).
+    // Where the head found the edge, else each run searches again; newest first, the sweep's cursor moves on by what
+    // the head found above the copy.
     await committer.flush("head", grownBy(committer.latest, grown.count));
     const inserted = committer.tally.inserted;
     const clock = steadyClock(config.now);
@@ -144,7 +143,7 @@ async function runFrom<T>(
       skippedIds: [...tally.skippedIds],
       requests: requests.count,
       resumed: start.resumed,
-      // A cycle this run began and completed verified the whole copy: none is behind (a shift may be items it never lost).
+      // A cycle this run began and completed verified the whole copy (a shift may be items it never lost).
       behind: (verifiedAt ?? -Infinity) >= run.startedAt
         ? 0
         : Math.max(0, (shift ?? 0) - sweepInserted),
@@ -157,8 +156,7 @@ async function runFrom<T>(
       }),
     };
   } catch (error) {
-    // What went on record before it stopped, a batch under way settled: a refused sweep's run committed the head's new
-    // items (r185b N5: nothing said so).
+    // What went on record, once a batch under way settled: a refused sweep's run committed the head's new items.
     await committer.settle();
     const progress = committer.snapshot();
     if (error instanceof SyncError) Object.assign(error, { progress });
@@ -170,8 +168,8 @@ async function runFrom<T>(
 
 /** The sweep, stopped `maxDuration` after `began`. */
 async function timedSweep<T>(run: Run<T>, clock: () => number, began: number) {
-  // A window waiting for a rate slot at maxDuration is given up: live traffic may hold the slots for long. None
-  // unbounded: a timer set for ever is one that fake time fires (it stopped the sweep of a test, unseen).
+  // A window waiting for a rate slot at maxDuration is given up: live traffic may hold the slots for long. No timer
+  // for ever: fake time fires one.
   const { maxDuration } = run.config, ms = Math.min(maxDuration, MAX_TIMER_MS);
   const stop = ms < MAX_TIMER_MS ? ownDeadlines(ms).start(undefined) : null;
   const timeUp = () => clock() - began >= maxDuration;
@@ -192,9 +190,9 @@ async function head<T>(
   const { config, committer } = run;
   let shift: number | undefined, lost = false, again: string[] | undefined;
   const descending = config.identity.sortDirection === "DESC";
-  // Descending, new items come first: held back until a window reaches the copy (dropped if page 1, read again, begins
-  // after all they hold; read again from page 1, once, if one holds where it overlaps them an item they lack), or another
-  // list whose items are all newer or interleaved (or a list that lost every item of the copy) would be committed first.
+  // Descending, new items are held back until a window reaches the copy (dropped if page 1 begins after all they hold;
+  // read again from page 1, once, if a window overlapping them holds an item they lack): else another list's items, or
+  // a list that lost every item of the copy, would be committed first.
   const held: [SyncCheckpoint, Committed<T>][] = [];
   const hasCopy = start.checkpoint.edge !== null;
   const underWay = start.checkpoint.head !== undefined;
@@ -211,9 +209,9 @@ async function head<T>(
     }
     const { path } = config.identity;
     again ??= holding ? heldStrays(held, window, strayed, path) : undefined;
-    // Ascending, page 1 begins after all the copy holds; descending, the list ended before it: the list lost every
-    // item of it, or another list answered. Either removes the whole copy (unless it holds none): maxDeletes 1 only.
-    // (A new head that read nothing new leaves an empty list to the sweep; a pass under way is never done so.)
+    // Page 1 begins after all the copy holds (ascending), or the list ended before it (descending): the list lost it
+    // all, or another list answered; removing the whole copy takes maxDeletes 1. A new head that read nothing new
+    // leaves an empty list to the sweep.
     const endedBefore = window.ended && !window.reached && hasCopy &&
       (underWay || heldWindows > 0 || window.items.length > 0);
     lost = !again && (descending ? endedBefore : window.lost === true) &&
@@ -244,10 +242,9 @@ async function head<T>(
 }
 
 /**
- * The items `window` holds, where it overlaps the `held` windows (read from page 1 down), that they did not bring, for
- * the head to read again from page 1 (none on that read: its `strayed` from the first). New items come first, so none
- * can be there: they were another list's (its ids between the list's), or came back-dated or faster than a window
- * between two requests. @throws {SyncError} (`"unordered"`) When the read again lacked one of `strayed` too.
+ * The items `window` holds where it overlaps the `held` windows that they did not bring (another list's, or back-dated),
+ * for the head to read again from page 1 (`strayed`: those of the first read).
+ * @throws {SyncError} (`"unordered"`) When the read again lacked one of `strayed` too.
  */
 function heldStrays<T>(
   held: readonly (readonly [unknown, Committed<T>])[],
@@ -268,9 +265,8 @@ function heldStrays<T>(
 }
 
 /**
- * Whether the head window over the copy's last item `edge` (newest first, the first to reach the copy) shows another
- * list: once. Holding that item, it is the same list; else (deleted, moved, or another list answered) it must hold rows
- * of the copy, there or among its items (the sink's `holds`; a sink that cannot tell is taken at its word).
+ * Whether the head window over the copy's last item `edge` shows another list, checked once: holding that item, it is
+ * the same list; else it must hold rows of the copy, there or among its items (a sink that cannot tell: believed).
  */
 function overlapCheck<T>(run: Run<T>, edge: SyncKey | null) {
   const { config } = run;
@@ -279,12 +275,10 @@ function overlapCheck<T>(run: Run<T>, edge: SyncKey | null) {
   return async (window: Committed<T>) => {
     const around = descending ? window.beyond : window.passed;
     if (checked || (around === undefined && descending)) return false;
-    // Ascending, a window of items all before that item: it stands further on (30,000 back-dated before it were taken
-    // for another list, share 1, every run).
+    // Ascending, a window of items all before that item: the edge stands further on (back-dated items).
     if (!descending && window.ids.length === 0 && !window.ended) return false;
     checked = true;
-    // Among its items too: the edge's item moved up, the copy's only row, was taken for another list's (r231a, seed 4).
-    // An empty copy has nothing to lose (r231a F2: every run after one that emptied it was refused, its edge gone).
+    // Among its items too: the edge's item may have moved up. An empty copy has nothing to lose.
     const ids = around?.map((key) => key.id);
     return ids !== undefined && !ids.includes(edge!.id) &&
       await holdsNone(run, [...ids, ...window.ids]) && !await holdsNone(run);
@@ -305,10 +299,9 @@ function refuseHead<T>(run: Run<T>, foreign: boolean): never {
 }
 
 /**
- * Newest first, how many items stand above the copy's newest item `top` where `window` shows it: the list's growth
- * since, deletes above it taken off. Counted from the head's items alone, a list losing its newest rows as it gained
- * new ones put the sweep past its place every run, which then failed (r158 F2); taken alone, an item moved down (a
- * sort value that changed) put it past too, every run (r159 F2): the head takes the lesser. Not shown (gone): 0.
+ * Newest first, how many items stand above the copy's newest item `top` where `window` shows it (not shown: 0): the
+ * growth since, deletes above it taken off. Either count alone can put the sweep past its place (deletes above, or an
+ * item moved down): the head takes the lesser of this and its new items.
  */
 function above<T>(top: SyncKey | null, window: Committed<T>): number {
   const at = top && window.beyond?.findIndex((key) => key.id === top.id);
