@@ -54,3 +54,21 @@ export function backgroundWork(): {
     },
   };
 }
+
+/** Whether `value` is `object` or reachable from it through own properties, at any depth. */
+export function holdsAnywhere(
+  object: object,
+  value: unknown,
+  seen = new Set(),
+) {
+  if (object === value) return true;
+  if (seen.has(object)) return false;
+  seen.add(object);
+  for (const name of Reflect.ownKeys(object)) {
+    const child = (object as Record<PropertyKey, unknown>)[name];
+    if (child === value) return true;
+    const nested = typeof child === "object" && child !== null;
+    if (nested && holdsAnywhere(child, value, seen)) return true;
+  }
+  return false;
+}

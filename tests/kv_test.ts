@@ -14,7 +14,7 @@ import {
 } from "../src/store/kv.ts";
 import { QuotaExceededError, TokenRequestError } from "../src/core/errors.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
-import { manualClock, withFakeTimers } from "./_helpers.ts";
+import { holdsAnywhere, manualClock, withFakeTimers } from "./_helpers.ts";
 import type { Clock } from "@sinonjs/fake-timers";
 import {
   drive,
@@ -283,6 +283,18 @@ Deno.test("an encryption key keeps tokens unreadable at rest", async () => {
     "a record sealed with another key counts as absent",
   );
   notEqual((await f.process().getToken()).accessToken, token.accessToken);
+});
+
+Deno.test("a KV token store holds its encryption key where no user of the store reads it: not as a property, not in what inspecting it shows", async () => {
+  using kv = await Deno.openKv(":memory:");
+  const key = await crypto.subtle.generateKey(
+    { name: "AES-GCM", length: 256 },
+    true,
+    ["encrypt", "decrypt"],
+  );
+  const store = createKvTokenStore(kv, { encryptionKey: key });
+  ok(!holdsAnywhere(store, key), "the key is reachable from the store");
+  ok(!Deno.inspect(store, { depth: 10 }).includes("CryptoKey"));
 });
 
 Deno.test("createKvTokenStore() refuses bad options", async () => {

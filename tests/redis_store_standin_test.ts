@@ -11,7 +11,7 @@ import { createRedisTokenStore } from "../src/store/redis.ts";
 import type { TokenRecord, TokenStore } from "../src/store/mod.ts";
 import { createTokenProvider } from "../src/token/mod.ts";
 import { drive, inProcessFake } from "./_fast_setup.ts";
-import { withFakeTimers } from "./_helpers.ts";
+import { holdsAnywhere, withFakeTimers } from "./_helpers.ts";
 
 /** A Map standing in for Redis: GET, GETRANGE (whole), SET, DEL; EVAL answered by `evaluate`, the rest null. */
 function standIn(
@@ -52,6 +52,19 @@ async function refusedRequests(store: TokenStore, requestBudget: number) {
   );
   return requests;
 }
+
+Deno.test("Redis: the token store holds its encryption key and command where no user of the store reads them: not as properties, not in what inspecting it shows", async () => {
+  const key = await crypto.subtle.generateKey(
+    { name: "AES-GCM", length: 256 },
+    true,
+    ["encrypt", "decrypt"],
+  );
+  const command = () => Promise.resolve(null);
+  const store = createRedisTokenStore({ command, encryptionKey: key });
+  ok(!holdsAnywhere(store, key), "the key is reachable from the store");
+  ok(!holdsAnywhere(store, command), "command is reachable from the store");
+  ok(!Deno.inspect(store, { depth: 10 }).includes("CryptoKey"));
+});
 
 Deno.test("Redis: set() through a command function that answers EVAL with null fails at once, a TypeError naming `command`, after one read and one EVAL", async () => {
   const { data, sent, store } = standIn();

@@ -1,16 +1,20 @@
 // The KV token store: records under [...prefix, digest, "record"], leases under [..., "lease"].
 
-import type { TokenRecord } from "./types.ts";
+import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import { fieldsOf, rangeError, typeError } from "../core/_check.ts";
 import { UTF8 } from "../core/_encoding.ts";
 import { answerWithin, delay } from "../core/_deadlines.ts";
 import { unchangedFor } from "../core/_clock.ts";
-import { recordLifetime, type SealedRecord } from "./_record.ts";
+import { recordLifetime, RecordSeals, type SealedRecord } from "./_record.ts";
+import { entryNames } from "./_key.ts";
 import {
+  coordinateByLease,
   type FleetStoreConfig,
-  LeaseStore,
+  type LeaseDatabase,
   type LeaseView,
   type LostLease,
+  type RecordChange,
+  updateBy,
 } from "./_lease.ts";
 
 const LOCKED_RETRIES = 100;
@@ -46,11 +50,11 @@ export function kvPrefix(
     throw typeError(context, "prefix", PREFIX_RULE, typeof prefix);
   }
   const rule = `must take at most ${2048 - room} bytes as a KV key`;
-  // A part takes a byte at least: a longer array is refused before it is walked (new Array(1e8) took 11 s).
+  // A part takes a byte at least: a longer array is refused before it is walked (new Array(1e8) took 11 s: r179 R8).
   if (prefix.length > 2048 - room) {
     throw rangeError(context, "prefix", rule, `${prefix.length} parts`);
   }
-  // Every index, holes too (reduce skips them: [1, , 2] passed, and every write failed).
+  // Every index, holes too (reduce skips them: [1, , 2] passed, and every write failed: r178a F5).
   const bytes = Array.from(prefix).reduce(
     (sum: number, part) => sum + keyPartBytes(part),
     room,
@@ -78,9 +82,11 @@ function keyPartBytes(part: unknown): number {
 }
 
 /** A {@linkcode TokenStore} on Deno KV that coordinates a fleet with leases. */
-export class KvTokenStore
-  extends LeaseStore<Deno.KvKey, Deno.AtomicCheck[], Entries> {
+export class KvTokenStore implements TokenStore, LeaseDatabase<Entries> {
   readonly #kv: Deno.Kv;
+  readonly #config: FleetStoreConfig;
+  readonly #seals: RecordSeals;
+  readonly #keysOf: ReturnType<typeof entryNames<Deno.KvKey>>;
   /** Per key, how long (steady clock) its lease has been seen as it is. */
   readonly #leaseUnchanged: (key: string, lease: string) => number;
 
@@ -88,20 +94,50 @@ export class KvTokenStore
     kv: Deno.Kv,
     config: FleetStoreConfig & { readonly prefix: Deno.KvKey },
   ) {
-    super(config, (digest, entry) => [...config.prefix, digest, entry]);
     this.#kv = kv;
+    this.#config = config;
+    this.#seals = new RecordSeals(config.encryptionKey);
     this.#leaseUnchanged = unchangedFor(config.steady);
+    const { prefix } = config;
+    this.#keysOf = entryNames((digest, entry) => [...prefix, digest, entry]);
+  }
+
+  async get(key: string): Promise<TokenRecord | undefined> {
+    const { record } = await this.#keysOf(key);
+    return (await this.#current(key, record))[0];
+  }
+
+  set(key: string, record: TokenRecord): Promise<void> {
+    // Over the entry as read, as update(): a plain write landed sealed older than what another object had seen meanwhile,
+    // which then read the newest record as absent (outside attack r151 F7).
+    return this.#seals.inTurn(key, async () => {
+      await this.#update(key, () => record, "set");
+    });
+  }
+
+  update(key: string, change: RecordChange) {
+    return this.#update(key, change, "update");
+  }
+
+  /** Compare-and-set on the entry's versionstamp. */
+  async #update(key: string, change: RecordChange, action: "set" | "update") {
+    const { record } = await this.#keysOf(key);
+    const read = () => this.#current(key, record);
+    const swap = (next: TokenRecord, entry: Deno.AtomicCheck) =>
+      this.#swap(key, record, next, [entry]);
+    return await updateBy(change, read, swap, action);
+  }
+
+  coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {
+    return coordinateByLease(this, this.#config, key, options);
   }
 
   /** One consistent read of both: a token published between two reads would look missing. */
-  override async look(
-    key: string,
-    signal: AbortSignal,
-  ): Promise<LeaseView<Entries>> {
-    const names = await this.keysOf(key);
+  async look(key: string, signal: AbortSignal): Promise<LeaseView<Entries>> {
+    const names = await this.#keysOf(key);
     const both = [names.record, names.lease] as const;
     const read = () => this.#kv.getMany<[SealedRecord, unknown]>(both);
-    const floor = this.seals.floor(key);
+    const floor = this.#seals.floor(key);
     const [stored, lease] = await unlocked(read, signal);
     return {
       record: await this.#open(key, stored.value, floor),
@@ -110,14 +146,10 @@ export class KvTokenStore
     };
   }
 
-  override async take(
-    key: string,
-    [stored, seen]: Entries,
-    signal: AbortSignal,
-  ) {
-    const names = await this.keysOf(key);
-    const { holder, leaseDuration, now } = this.config;
-    // Its length goes with it: a member whose own lease is shorter waits out this one.
+  async take(key: string, [stored, seen]: Entries, signal: AbortSignal) {
+    const names = await this.#keysOf(key);
+    const { holder, leaseDuration, now } = this.#config;
+    // Its length goes with it: a member whose own lease is shorter waits out this one (r178a F2).
     const write = (check: Deno.AtomicOperation) =>
       check.set(names.lease, {
         holder,
@@ -136,11 +168,11 @@ export class KvTokenStore
         const renewed = await write(this.#kv.atomic().check(lease));
         if (renewed.ok) lease.versionstamp = renewed.versionstamp;
       },
-      read: () => this.current(key, names.record),
-      publish: async (record: TokenRecord, seen: Deno.AtomicCheck[]) => {
+      read: () => this.#current(key, names.record),
+      publish: async (record: TokenRecord, entry: Deno.AtomicCheck) => {
         const letGo = (write: Deno.AtomicOperation) => write.delete(lease.key);
-        const checks = [lease, ...seen];
-        if (await this.swap(key, names.record, record, checks, letGo)) {
+        const checks = [lease, entry];
+        if (await this.#swap(key, names.record, record, checks, letGo)) {
           return true;
         }
         // Refused: the lease was lost, or another write landed first (read again).
@@ -156,45 +188,46 @@ export class KvTokenStore
   }
 
   /** Writes `record` sealed under `name` if `checks` hold, `also` in the same commit; whether it landed. */
-  protected override swap(
+  #swap(
     key: string,
     name: Deno.KvKey,
     record: TokenRecord,
     checks: Deno.AtomicCheck[],
     also = (write: Deno.AtomicOperation) => write,
   ): Promise<boolean> {
-    return this.seals.write(key, record, async (sealed) => {
+    return this.#seals.write(key, record, async (sealed) => {
       const swap = () =>
         also(this.#kv.atomic().check(...checks)).set(name, sealed, {
-          expireIn: recordLifetime(record, this.config.now()),
+          expireIn: recordLifetime(record, this.#config.now()),
         }).commit();
       return (await unlocked(swap)).ok;
     });
   }
 
   /** The record as read, and its entry, which a compare-and-set checks. */
-  protected override async current(
+  async #current(
     key: string,
     name: Deno.KvKey,
-  ): Promise<[TokenRecord | undefined, Deno.AtomicCheck[]]> {
-    const floor = this.seals.floor(key);
+  ): Promise<[TokenRecord | undefined, Deno.KvEntryMaybe<SealedRecord>]> {
+    const floor = this.#seals.floor(key);
     const entry = await unlocked(() => this.#kv.get<SealedRecord>(name));
-    return [await this.#open(key, entry.value, floor), [entry]];
+    return [await this.#open(key, entry.value, floor), entry];
   }
 
   /**
    * Whether a lease (its holder, until when, and its length: KV's own expiry is not prompt) is over: seen unchanged
-   * here for a whole lease, its length or this member's, whichever is longer. Never by its `until` against this
-   * member's clock: one 7 s ahead took a live lease and sent a second token request.
+   * here for a whole lease, its length or this member's, whichever is longer (its holder renews it three times a
+   * lease). Never by its `until` against this member's clock: one 7 s ahead took a live lease and sent a second token
+   * request (r178a F1); a lease a process left when it died is taken a lease after it is first seen.
    */
   #leaseOver(key: string, lease: unknown): boolean {
     const { holder, until, ms } = fieldsOf(lease) ?? {};
     // A lease of any other shape is not one of ours: taking it replaces it.
     if (typeof until !== "number") return true;
-    const { leaseDuration: own, maxWait } = this.config;
+    const { leaseDuration: own, maxWait } = this.#config;
     const stated = typeof ms === "number" && ms > own ? ms : own;
     // Judged within a waiter's patience where the holder's renewals (a third of its lease) allow: a lease longer than
-    // maxWait, its holder dead, cost each waiter a request at maxWait.
+    // maxWait, its holder dead, cost each waiter a request at maxWait (review r179 R3).
     const length = Math.min(stated, Math.max(maxWait / 2, stated / 2));
     return this.#leaseUnchanged(key, `${holder} ${until}`) >= length;
   }
@@ -203,7 +236,7 @@ export class KvTokenStore
   async #open(key: string, stored: SealedRecord | null, floor: number) {
     return stored?.iv instanceof Uint8Array &&
         stored.sealed instanceof Uint8Array
-      ? await this.seals.open(key, stored, floor)
+      ? await this.#seals.open(key, stored, floor)
       : undefined;
   }
 }

@@ -3,13 +3,7 @@
 
 import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import type { FleetStoreOptions } from "./fleet_options.ts";
-import {
-  publishedOver,
-  RecordSeals,
-  storeOver,
-  type Writes,
-} from "./_record.ts";
-import { entryNames } from "./_key.ts";
+import { publishedOver, storeOver, type Writes } from "./_record.ts";
 import { delay, keepRefreshed } from "../core/_deadlines.ts";
 import {
   checkNumber,
@@ -99,7 +93,7 @@ export function fleetStoreConfig(options: FleetStoreOptions, context: string) {
     encryptionKey: key,
     holder: options.holderId === undefined
       ? crypto.randomUUID()
-      : requireText(options.holderId, context, "holderId"),
+      : requireText(options.holderId, context, "holderId"), // r168b F9: any value was taken
     // Epoch ms, for what the store keeps (records, leases).
     now: now ?? Date.now,
     // The same clock never going back, for how long a process waits.
@@ -109,11 +103,17 @@ export function fleetStoreConfig(options: FleetStoreOptions, context: string) {
 
 export type RecordChange = Parameters<NonNullable<TokenStore["update"]>>[1];
 
-/** A set(), an update() or a publish gives up only past contention no fleet meets (at 10, 20 writers at once lost half). */
+/**
+ * A set(), an update() or a publish gives up only past contention no fleet meets: each attempt lost was another write
+ * that landed (Redis's update() gave up after 10, a count kept from discard(): 20 writers at once lost half).
+ */
 const CAS_ATTEMPTS = 100;
 /**
- * The longest random pause (up to 2, 4, ... ms after each loss) before a compare-and-set is tried again: losers trying
- * again at once, 200 writers of one Redis record gave up 98 times; spread, none did (at most 46 attempts).
+ * The longest pause before a compare-and-set is tried again, in ms. Each loser trying again at once, one write landed
+ * a round and the rest lost again: 200 store objects updating one Redis record at once gave up 98 times after
+ * CAS_ATTEMPTS. A random pause (up to 2, 4, ... ms after each loss) spreads them: none gave up, the unluckiest took
+ * 28 to 46 attempts in 4 runs (58 to 62 with at most 32 ms, with half again the scripts run in all). The first pauses
+ * stay short: a few writers lose once or twice.
  */
 const MAX_CAS_PAUSE = 64;
 
@@ -136,78 +136,6 @@ export async function updateBy<Seen>(
   throw new Error(`Cannot ${action} the token record: it keeps changing`);
 }
 
-/** A shared store's record methods: compare-and-set over what `current` read, sealed by `seals`. */
-export abstract class LeaseStore<
-  Name,
-  Seen,
-  Snapshot,
-  Config extends FleetStoreConfig = FleetStoreConfig,
-> implements TokenStore, LeaseDatabase<Snapshot> {
-  protected readonly config: Config;
-  protected readonly seals: RecordSeals;
-  protected readonly keysOf: ReturnType<typeof entryNames<Name>>;
-
-  constructor(
-    config: Config,
-    nameOf: (digest: string, entry: "record" | "lease") => Name,
-  ) {
-    this.config = config;
-    this.seals = new RecordSeals(config.encryptionKey);
-    this.keysOf = entryNames(nameOf);
-  }
-
-  async get(key: string): Promise<TokenRecord | undefined> {
-    const { record } = await this.keysOf(key);
-    return (await this.current(key, record))[0];
-  }
-
-  set(key: string, record: TokenRecord): Promise<void> {
-    // Over the record as read: a plain write landed sealed older than what another object had seen meanwhile, which
-    // then read the newest record as absent.
-    return this.seals.inTurn(key, async () => {
-      await this.#update(key, () => record, "set");
-    });
-  }
-
-  update(key: string, change: RecordChange) {
-    return this.#update(key, change, "update");
-  }
-
-  async #update(key: string, change: RecordChange, action: "set" | "update") {
-    const { record } = await this.keysOf(key);
-    const read = () => this.current(key, record);
-    const swap = (next: TokenRecord, seen: Seen) =>
-      this.swap(key, record, next, seen);
-    return await updateBy(change, read, swap, action);
-  }
-
-  coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {
-    return coordinateByLease(this, this.config, key, options);
-  }
-
-  abstract look(key: string, signal: AbortSignal): Promise<LeaseView<Snapshot>>;
-
-  abstract take(
-    key: string,
-    snapshot: Snapshot,
-    signal: AbortSignal,
-  ): Promise<HeldLease | LostLease>;
-
-  /** The record under `name` as read, and what a compare-and-set checks. */
-  protected abstract current(
-    key: string,
-    name: Name,
-  ): Promise<[TokenRecord | undefined, Seen]>;
-
-  /** Writes `record` sealed under `name` if it is still as `seen`: whether it landed. */
-  protected abstract swap(
-    key: string,
-    name: Name,
-    record: TokenRecord,
-    seen: Seen,
-  ): Promise<boolean>;
-}
-
 /** A record `settled` accepts, or the lease taken and a request; past `maxWait` and the budget, a request alone. */
 export async function coordinateByLease<Snapshot>(
   database: LeaseDatabase<Snapshot>,
@@ -218,7 +146,7 @@ export async function coordinateByLease<Snapshot>(
   const { steady: now, maxWait, pollInterval } = timing;
   // Never give up on another process's request before it may have ended.
   const deadline = now() + Math.max(maxWait, requestBudget);
-  // Look again after 1 ms (a token request often takes a few), then less often, up to pollInterval.
+  // Look again after 1 ms (a token request often takes a few), then less often, up to pollInterval (1 ms at least).
   let wait = 1;
   let lookedAgain = false;
   while (true) {
@@ -253,7 +181,8 @@ export async function coordinateByLease<Snapshot>(
       if (released !== undefined && settled(released)) return released;
       if (released !== undefined) continue;
       // Back with nothing sooner than a poll would look again (a connection that does not block): the poll's wait,
-      // or this loop starved every timer of the process (619,319 commands in 2.5 s).
+      // or this loop starved every timer of the process, 619,319 commands in 2.5 s (r174b F1, F2; r175b: an answer
+      // of 2 ms each ran it at network speed).
       const rest = wait - (now() - since);
       if (rest > 0) await delay(rest, signal);
     } else await delay(wait, signal);
@@ -284,8 +213,9 @@ async function requestHolding(
   let [lastRead, record] = [before, publishedOver(result, before)];
   try {
     let lost = false;
-    // Over the record as it stands (a 401's renewal is not held off by the lease) and only over the record read, as
-    // set(). Read again (tried twice) while another write lands first.
+    // Over the record as it stands (a 401's renewal is not held off by the lease: what it changed meanwhile stands),
+    // and only over the record read: sealed over an older read, it landed older than what another process had seen
+    // since, which then read the store as empty. Read again (tried twice) while another write lands first.
     await updateBy(
       (stored) => record = publishedOver(result, lastRead = stored),
       () => lease.read().catch(() => lease.read()),

@@ -1,10 +1,11 @@
 // The Redis token store: "<prefix>:{<digest>}:record", "…:lease", and a short-lived stream
 // "…:lease:<lease>" telling waiters the lease was let go (one hash tag: one cluster slot).
 
-import type { TokenRecord } from "./types.ts";
+import type { CoordinateOptions, TokenRecord, TokenStore } from "./types.ts";
 import {
   MAX_STORED_RECORD,
   recordLifetime,
+  RecordSeals,
   type SealedRecord,
 } from "./_record.ts";
 import type { RedisCommand } from "./redis_command.ts";
@@ -20,10 +21,13 @@ import {
   text,
 } from "./_redis_commands.ts";
 import {
+  coordinateByLease,
   type FleetStoreConfig,
   type LeaseDatabase,
-  LeaseStore,
+  type RecordChange,
+  updateBy,
 } from "./_lease.ts";
+import { entryNames } from "./_key.ts";
 import { delay, raceAbort } from "../core/_deadlines.ts";
 import { base64 } from "../core/_encoding.ts";
 
@@ -39,8 +43,10 @@ type RedisStoreConfig =
   & { readonly blockingCommand: RedisCommand | undefined };
 
 /** A {@linkcode TokenStore} on Redis that coordinates a fleet with leases. */
-export class RedisTokenStore
-  extends LeaseStore<string, Seen, Seen, RedisStoreConfig> {
+export class RedisTokenStore implements TokenStore, LeaseDatabase<Seen> {
+  readonly #config: RedisStoreConfig;
+  readonly #seals: RecordSeals;
+  readonly #keysOf: ReturnType<typeof entryNames<string>>;
   /** Redis refused EVAL: the scripts' steps go by plain commands. */
   #plain = false;
   /** Whether a wait holds the blocking connection now. */
@@ -51,10 +57,14 @@ export class RedisTokenStore
   readonly waitForRelease?: NonNullable<LeaseDatabase<Seen>["waitForRelease"]>;
   /** One command within the time limit; a plain function, as the scripts' plain steps take it. */
   readonly #send = (args: string[]): Promise<unknown> =>
-    sendWithin(this.config.command, args, this.config.commandTimeout);
+    sendWithin(this.#config.command, args, this.#config.commandTimeout);
 
   constructor(config: RedisStoreConfig) {
-    super(config, (digest, entry) => `${config.prefix}:{${digest}}:${entry}`);
+    this.#config = config;
+    this.#seals = new RecordSeals(config.encryptionKey);
+    this.#keysOf = entryNames((digest, entry) =>
+      `${config.prefix}:{${digest}}:${entry}`
+    );
     const blocking = config.blockingCommand;
     if (blocking !== undefined) {
       this.waitForRelease = (key, holder, ms, signal) =>
@@ -62,23 +72,43 @@ export class RedisTokenStore
     }
   }
 
-  /** Compare-and-set on the value as read. */
-  protected override swap(
-    key: string,
-    name: string,
-    record: TokenRecord,
-    seen: Seen,
-  ): Promise<boolean> {
-    return this.seals.write(key, record, async (sealed) => {
-      const args = [seen.value, ...this.#value(sealed, record)];
-      return await this.#script("swap", [name], args) === 1;
+  async get(key: string): Promise<TokenRecord | undefined> {
+    const { record } = await this.#keysOf(key);
+    return (await this.#current(key, record))[0];
+  }
+
+  set(key: string, record: TokenRecord): Promise<void> {
+    // Over the value as read, as update(): a plain write landed sealed older than what another object had seen meanwhile,
+    // which then read the newest record as absent (outside attack r151 F7).
+    return this.#seals.inTurn(key, async () => {
+      await this.#update(key, () => record, "set");
     });
   }
 
-  override async look(key: string) {
-    const keys = await this.keysOf(key);
+  update(key: string, change: RecordChange) {
+    return this.#update(key, change, "update");
+  }
+
+  /** Compare-and-set on the value as read. */
+  async #update(key: string, change: RecordChange, action: "set" | "update") {
+    const { record } = await this.#keysOf(key);
+    const read = () => this.#current(key, record);
+    const swap = (next: TokenRecord, seen: Seen) =>
+      this.#seals.write(key, next, async (sealed) => {
+        const args = [seen.value, ...this.#value(sealed, next)];
+        return await this.#script("swap", [record], args) === 1;
+      });
+    return await updateBy(change, read, swap, action);
+  }
+
+  coordinate(key: string, options: CoordinateOptions): Promise<TokenRecord> {
+    return coordinateByLease(this, this.#config, key, options);
+  }
+
+  async look(key: string) {
+    const keys = await this.#keysOf(key);
     // Two reads, not MGET: the record's is bounded. The take checks the record again.
-    const floor = this.seals.floor(key);
+    const floor = this.#seals.floor(key);
     const value = await this.#read(keys.record);
     const lease = leaseHolder(await this.#textOf(["GET", keys.lease]));
     const record = await this.#decode(key, value, floor);
@@ -90,10 +120,10 @@ export class RedisTokenStore
     };
   }
 
-  override async take(key: string, seen: Seen) {
-    const keys = await this.keysOf(key);
-    const ms = String(this.config.leaseDuration);
-    const lease = leaseValue(this.config.holder);
+  async take(key: string, seen: Seen) {
+    const keys = await this.#keysOf(key);
+    const ms = String(this.#config.leaseDuration);
+    const lease = leaseValue(this.#config.holder);
     const args = [seen.value, lease, ms, seen.readable ? "0" : "1"];
     const taken = await this.#script("take", [keys.record, keys.lease], args);
     if (taken !== 1) return { holder: text(taken) };
@@ -102,11 +132,11 @@ export class RedisTokenStore
       renew: async () => {
         await this.#script("renew", [keys.lease], [lease, ms]);
       },
-      read: () => this.current(key, keys.record),
+      read: () => this.#current(key, keys.record),
       publish: async (record: TokenRecord, seen: Seen) => {
         const checked = [seen.value, seen.readable ? "0" : "1"];
         let answer: unknown;
-        await this.seals.write(key, record, async (sealed) => {
+        await this.#seals.write(key, record, async (sealed) => {
           const args = [lease, ...this.#value(sealed, record), ms, ...checked];
           return (answer = await this.#script("publish", told, args)) === 1;
         });
@@ -119,7 +149,10 @@ export class RedisTokenStore
     };
   }
 
-  /** Blocks (one wait at a time; others poll) until `holder` lets the lease go, at most `ms`: the record published. */
+  /**
+   * Blocks until `holder` lets the lease go (an entry on its stream), at most `ms` and `pollInterval`: the record
+   * published, if any. One wait holds the connection; others meanwhile poll.
+   */
   async #waitOn(
     blocking: RedisCommand,
     key: string,
@@ -127,13 +160,13 @@ export class RedisTokenStore
     ms: number,
     signal: AbortSignal,
   ): Promise<TokenRecord | undefined> {
-    const { lease } = await this.keysOf(key);
-    const { pollInterval, commandTimeout } = this.config;
+    const { lease } = await this.#keysOf(key);
+    const { pollInterval, commandTimeout } = this.#config;
     const block = Math.max(1, Math.ceil(Math.min(ms, pollInterval)));
     const stream = `${lease}:${holder}`;
     // After an entry already read, only a newer one wakes: never a loop on the same entry.
     const after = this.#lastWake?.stream === stream ? this.#lastWake.id : "0-0";
-    const floor = this.seals.floor(key);
+    const floor = this.#seals.floor(key);
     let reply: unknown;
     try {
       if (this.#blocked) throw new Error("the blocking connection is in use");
@@ -159,11 +192,12 @@ export class RedisTokenStore
     return await this.#decode(key, value || undefined, floor);
   }
 
-  protected override async current(
+  /** The record as read, and what a compare-and-set checks. */
+  async #current(
     key: string,
     name: string,
   ): Promise<[TokenRecord | undefined, Seen]> {
-    const floor = this.seals.floor(key);
+    const floor = this.#seals.floor(key);
     const value = await this.#read(name);
     const record = await this.#decode(key, value, floor);
     return [record, seenOf(value, record)];
@@ -202,7 +236,7 @@ export class RedisTokenStore
   /** The value and `PX` lifetime of a `SET` of `record`, sealed. */
   #value({ iv, sealed }: SealedRecord, record: TokenRecord): [string, string] {
     const value = JSON.stringify({ iv: base64(iv), sealed: base64(sealed) });
-    return [value, String(recordLifetime(record, this.config.now()))];
+    return [value, String(recordLifetime(record, this.#config.now()))];
   }
 
   /** The record in `value`, read after the highest version seen was `floor`. */
@@ -213,7 +247,7 @@ export class RedisTokenStore
     try {
       const stored = JSON.parse(value);
       if (typeof stored?.iv !== "string") return undefined;
-      return await this.seals.open(key, {
+      return await this.#seals.open(key, {
         iv: fromBase64(stored.iv),
         sealed: fromBase64(stored.sealed),
       }, floor);
