@@ -53,7 +53,7 @@ export function resolveUnder(base: URL, path: string | URL, context: string) {
   return url;
 }
 
-/** Resolved paths of one base, the last 256 kept (checking was most of a call's cost); a refusal hides `secret`. */
+/** Resolved paths of one base, up to 256, then cleared (checking was most of a call's cost); a refusal hides `secret`. */
 export function pathCache(base: URL, context: string, secret?: string) {
   const resolved = new Map<string, URL>();
   const resolve = (path: string | URL) =>

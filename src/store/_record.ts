@@ -66,8 +66,10 @@ export async function openRecord(
 
 /**
  * One fleet store's seals: the key given, else one derived (HKDF) from each store key. Each write seals a version
- * newer than any seen; an older record (a store rolled back, a record written back) is refused once a newer one was
- * seen here (read, or written by a write that landed) before the read began.
+ * newer than any seen, and set(), update() and the lease holder's publish land only over the record they read (a plain
+ * write landing after newer ones left a version older than another object had seen). An older record (a store rolled
+ * back, a record written back) is refused once a newer one was seen here (read, or written by a write that landed)
+ * before the read began: a process that saw none (started after) cannot tell.
  */
 export class RecordSeals {
   readonly #keys: (key: string) => Promise<CryptoKey>;

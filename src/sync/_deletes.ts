@@ -22,7 +22,8 @@ function within(record: DeleteRecord, now: number): boolean {
 /**
  * What a run at `now` dates its deletes by: the latest time `checkpoint` holds up to 24 hours ahead of `now`, if after
  * it, so a run on a clock behind dates them on the right clock's day. Past 24 hours ahead, `now` (a clock once years
- * ahead would hold every cycle back for years).
+ * ahead would hold every cycle back for years). Deletes are counted on the run's own clock: counted on this one, a
+ * host ahead's time aged the right clock's day away.
  */
 export function guardClock(checkpoint: Partial<SyncCheckpoint>, now: number) {
   const { verifiedAt, sweep, refused, deletions = [], guardTime } = checkpoint;

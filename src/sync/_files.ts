@@ -25,7 +25,8 @@ const NEW = O_WRONLY | O_CREAT | O_EXCL;
 
 /**
  * What is at `path`, or undefined. `plain`: a file no user makes (a lock, a rewrite, SQLite's journals), so a hard link
- * to one was planted, and a folder (whose nlink counts its entries) is no file. @throws {SyncError} (`"link"`, `"file"`)
+ * to one was planted, and a folder (whose nlink counts its entries) is no file.
+ * @throws {SyncError} (`"link"`) For a symbolic link, or a hard link `plain`; (`"file"`) For what is not a file, `plain`.
  */
 export async function statOf(path: string, plain = false) {
   const info = await lstat(path).catch((error) => {
@@ -53,7 +54,10 @@ function statOfSync(path: string, plain = false) {
   }
 }
 
-/** Which file `path` names now (device:inode, looked up at `at`), to tell later it was replaced. @throws {SyncError} (`"file"`) */
+/**
+ * Which file `path` names now (device:inode, looked up at `at`), to tell later it was replaced.
+ * @throws {SyncError} (`"file"`) When there is none, or it cannot be looked at.
+ */
 export function identityOf(path: string, at: string = path): string {
   try {
     const { dev, ino } = lstatSync(at);
@@ -90,7 +94,8 @@ export function createPrivate(
 
 /**
  * Opens `path` to `"read"`, `"write"` (never truncated) or `"create"` (new, 0600; else EEXIST as a `"file"` error's
- * cause), checking the handle is the path's own file. @throws {SyncError} (`"link"`, `"file"`)
+ * cause), checking the handle is the path's own file.
+ * @throws {SyncError} (`"link"`) For a link, another name of its file, or a swap while opened; (`"file"`) otherwise.
  */
 export async function openFile(path: string, how: How, tries = 3) {
   const flags = { read: O_RDONLY, write: O_RDWR, create: NEW }[how];

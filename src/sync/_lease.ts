@@ -36,7 +36,10 @@ export function holderOf(stale: boolean, owner?: string | null): string {
   return pid === undefined ? "another run" : `pid ${pid}`;
 }
 
-/** A sink's `lockWait` (ms up to what a timer can wait, or Infinity), once `now` and `onLockWait` are functions. */
+/**
+ * A sink's `lockWait` (ms up to what a timer can wait, or Infinity), once `now` and `onLockWait` are functions.
+ * @throws {RangeError} (`option: "lockWait"`) @throws {TypeError} (`option: "now"`, `"onLockWait"`)
+ */
 export function checkLockWait(
   options: { lockWait?: unknown; now?: unknown; onLockWait?: unknown } = {},
   context: string,

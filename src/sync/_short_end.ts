@@ -19,8 +19,10 @@ export interface PageRead {
 /**
  * Whether a sweep's short page, ending short of the cycle's known end, was cut: the item past it comes after its last
  * and (ascending) not after the cycle's last item, `upTo`. One after `upTo` came since the cycle began if the page's
- * last still stands just before it; else the page is taken as cut. One at or before the page's last is the list shifted
- * by inserts: each read again goes twice as far (four at most). Read past maxDuration: stopped, the cycle never ends.
+ * last still stands just before it; else deletes before the page moved the read past items of the cycle, and the page
+ * is taken as cut. One at or before the page's last is the list shifted by inserts: each read again goes twice as far
+ * (a list still shifting after four reads is taken at its word). Read past maxDuration (at most 5 reads): stopped, it
+ * would begin again each run, the cycle never end.
  */
 export async function goesOn(
   read: PageRead,

@@ -21,7 +21,10 @@ export interface WindowState extends Pick<SyncCheckpoint, "edge" | "offset"> {
   readonly limit?: number;
   /** The largest size this pass saw answered in full: one honoured only in earlier runs may have been lowered since. */
   readonly full?: number;
-  /** While a short page is read again at its own size: the sizes known before, back once it comes back full. */
+  /**
+   * While a short page is read again at its own size: the sizes known before, back once it comes back full; null once
+   * they came back this pass (a page cut again keeps its cap: the service lowered its largest).
+   */
   readonly capped?: Pick<WindowState, "accepted" | "refused"> | null;
   /** The smallest size refused, or cut (a short answer ending at `cutEnd`, past which a cut holds items); or Infinity. */
   readonly refused: number;

@@ -47,7 +47,10 @@ export interface SyncCheckpoint {
   readonly accepted?: number;
   /** The smallest page size the service refused (a 400) or cut: no window asks that many for 8 cycles. */
   readonly refusedLimit?: number;
-  /** Descending only: the head pass under way (top down to `edge`), where it stands and the newest item it committed. */
+  /**
+   * Descending only: the head pass under way (top down to `edge`): where it stands, and the newest item it committed
+   * (`edge` once it ends).
+   */
   readonly head?: {
     readonly edge: SyncCheckpoint["edge"];
     readonly offset: number;
@@ -176,8 +179,9 @@ export interface SyncSink<T> {
   ): Promise<ReadonlySet<string> | undefined>;
   /**
    * The copy's live rows, each with whether sweep cycle `cycle` saw it and its item as stored (a seen row's may be left
-   * out); `keyOf` reads an id the store keeps none of; past `most` rows it may list none. Reads only, a page at a time.
-   * With it, `syncList` judges the guard before each sweep window commits; without, at the cycle's end.
+   * out); `keyOf` reads an id the store keeps none of; past `most` rows it may list none. Reads only, under the run's
+   * lock, a page at a time. With it, `syncList` judges the guard before each sweep window commits (a sweep answered
+   * with another list stops at its first window past `maxDeletes`); without, at the cycle's end.
    *
    * @example A sink that lists its rows for the guard
    * ```ts
